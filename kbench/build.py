@@ -1,0 +1,134 @@
+"""Isolated, cached extension builds.
+
+Inside a worker, kbench wraps torch's `load_inline` and `load` before the candidate is imported.
+Each call then builds into its own folder, keyed by a hash of everything that defines the extension
+(name, sources, flags) and of the torch/CUDA versions, so two candidates that both name their
+extension `conv_transpose1d` never share a folder and an unchanged one is never rebuilt. Builds run
+verbose so the full compiler output lands in the worker's log file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Compiler diagnostics: gcc "file.cpp:5:3: error: ...", nvcc "file.cu(45): error: ...", ld errors.
+_ERROR_LINE = re.compile(r"(\berror\b\s*:|: error\b|\berror [A-Z]+\d+:|undefined reference|undefined symbol)",
+                         re.IGNORECASE)
+_WRAPPER_LINE = re.compile(r"^(RuntimeError|Error building extension|subprocess\.CalledProcessError|FAILED:)")
+_ARTEFACT_SUFFIXES = (".so", ".o", ".pyd", ".dll")
+
+
+class BuildError(RuntimeError):
+    """An extension failed to build; `log` holds the compiler output."""
+
+    def __init__(self, name: str, log: str):
+        self.name = name
+        self.log = log
+        super().__init__(f"extension {name!r} failed to build: {first_error_line(log)}")
+
+
+def first_error_line(log: str) -> str:
+    """The first compiler error in a build log, without the long build-folder path in front."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in lines:
+        if _ERROR_LINE.search(line) and not _WRAPPER_LINE.match(line):
+            return re.sub(r"^\S*/(?=[^/\s]+[:(])", "", line)
+    return lines[-1] if lines else "build failed (no compiler output)"
+
+
+def versions_tag() -> str:
+    import torch
+
+    return f"torch{torch.__version__}-cuda{torch.version.cuda or 'none'}"
+
+
+@dataclass
+class BuildRecord:
+    """What the builds of one candidate did (mutable: filled in while the candidate imports)."""
+
+    seconds: float = 0.0                            # time spent inside load_inline / load
+    folders: list[str] = field(default_factory=list)  # one build folder per extension
+    reused: list[bool] = field(default_factory=list)  # per extension: artefacts already there, untouched
+    building: bool = False                          # True while a build call is in flight
+
+    @property
+    def any(self) -> bool:
+        return bool(self.folders)
+
+    @property
+    def all_reused(self) -> bool | None:
+        return all(self.reused) if self.reused else None
+
+
+def install_build_hooks(root: Path, record: BuildRecord) -> None:
+    """Replace torch.utils.cpp_extension.load_inline/load with keyed, recorded, verbose versions."""
+    import torch.utils.cpp_extension as cpp_extension
+
+    for name in ("load_inline", "load"):
+        real = getattr(cpp_extension, name)
+        setattr(cpp_extension, name, _keyed_builder(real, root, record))
+
+
+def _keyed_builder(real, root: Path, record: BuildRecord):
+    signature = inspect.signature(real)
+
+    def build(*args, **kwargs):
+        # Argument errors (an unknown keyword, a missing source) are the candidate's load errors,
+        # raised exactly as torch would raise them, before any compiler runs.
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        folder = root / _extension_key(bound.arguments)
+        if not bound.arguments.get("build_directory"):
+            bound.arguments["build_directory"] = str(folder)
+        folder = Path(bound.arguments["build_directory"])
+        folder.mkdir(parents=True, exist_ok=True)
+        bound.arguments["verbose"] = True
+        before = _artefacts(folder)
+        record.building = True
+        started = time.monotonic()
+        try:
+            return real(*bound.args, **bound.kwargs)
+        except Exception as error:
+            raise BuildError(str(bound.arguments.get("name")), str(error)) from error
+        finally:
+            record.building = False
+            record.seconds += time.monotonic() - started
+            record.folders.append(str(folder))
+            after = _artefacts(folder)
+            record.reused.append(bool(before) and all(after.get(p) == m for p, m in before.items()))
+
+    build.__wrapped__ = real
+    build.__signature__ = signature
+    return build
+
+
+def _extension_key(arguments: dict) -> str:
+    """Hash of what defines the built extension; sources given as files are hashed by content."""
+    digest = hashlib.sha256(versions_tag().encode())
+    for name in sorted(arguments):
+        if name in ("verbose", "build_directory"):
+            continue
+        digest.update(f"{name}={arguments[name]!r}\n".encode())
+    for path in _as_list(arguments.get("sources")):
+        try:
+            digest.update(Path(path).read_bytes())
+        except OSError:
+            pass  # torch reports the missing file itself
+    label = re.sub(r"[^A-Za-z0-9_]", "_", str(arguments.get("name", "ext")))[:40]
+    return f"{label}-{digest.hexdigest()[:16]}"
+
+
+def _as_list(value) -> list:
+    if value is None:
+        return []
+    return [value] if isinstance(value, (str, Path)) else list(value)
+
+
+def _artefacts(folder: Path) -> dict[str, int]:
+    return {str(path): path.stat().st_mtime_ns for path in folder.rglob("*")
+            if path.suffix in _ARTEFACT_SUFFIXES and path.is_file()}

@@ -1,0 +1,58 @@
+"""RunConfig: every setting of one evaluation, frozen so a job description is a plain value."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+# Default tolerances by output dtype name (atol = rtol); integer and bool outputs must match exactly.
+DEFAULT_TOLERANCE = {"float32": 1e-4, "float64": 1e-7, "float16": 1e-2, "bfloat16": 1e-2}
+
+# The precision policy the check and the main speedup use: true float32 (no TF32 anywhere).
+STRICT_FP32 = "strict-fp32"
+
+
+def default_cache_dir() -> Path:
+    """The user's cache dir (XDG), overridable with KBENCH_CACHE_DIR."""
+    if os.environ.get("KBENCH_CACHE_DIR"):
+        return Path(os.environ["KBENCH_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kbench"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    device: str = "auto"            # "auto" (CUDA if present), "cpu", "cuda" or "cuda:N"
+    trials: int = 5                 # correctness trials, each with fresh seeded inputs
+    seed: int = 42                  # base seed: models are built under it, trial i uses seed + i
+    atol: float | None = None       # absolute tolerance; None: DEFAULT_TOLERANCE by dtype
+    rtol: float | None = None       # relative tolerance; None: DEFAULT_TOLERANCE by dtype
+    timeout_s: float = 900.0        # wall-clock limit of one evaluation, first build included
+    cache_dir: Path = field(default_factory=default_cache_dir)  # builds and logs live here
+    time: bool = True               # time correct candidates against the reference
+    warmup: int = 3                 # untimed calls of each model before sampling
+    min_samples: int = 10           # samples of each model before the stop rule may end timing
+    max_samples: int = 500          # hard cap on samples of each model
+    target_rse: float = 0.01        # stop when both relative standard errors are below this
+    time_budget_s: float = 10.0     # stop sampling after this many seconds regardless
+    policy: str = STRICT_FP32       # precision policy of the check and the timed reference
+
+    def tolerance_for(self, dtype_name: str) -> tuple[float, float]:
+        """(atol, rtol) for an output dtype: user overrides win over the per-dtype defaults."""
+        if not (dtype_name.startswith("float") or dtype_name.startswith("bfloat")
+                or dtype_name.startswith("complex")):
+            return 0.0, 0.0
+        default = DEFAULT_TOLERANCE.get(dtype_name, 1e-4)
+        atol = default if self.atol is None else self.atol
+        rtol = default if self.rtol is None else self.rtol
+        return atol, rtol
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["cache_dir"] = str(self.cache_dir)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunConfig":
+        return cls(**{**data, "cache_dir": Path(data["cache_dir"])})

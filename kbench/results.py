@@ -1,0 +1,201 @@
+"""Result records and the results CSV, appended one row at a time as each result exists."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from kbench import stats
+
+
+class Status:
+    """Verdicts. Only CORRECT counts as a pass."""
+
+    CORRECT = "correct"                  # every trial matched the reference
+    INCORRECT = "incorrect"              # ran, but some trial did not match (shape, dtype, NaN, values)
+    LOAD_ERROR = "load_error"            # file did not import, has no ModelNew, or its constructor failed
+    COMPILE_ERROR = "compile_error"      # its extension did not build
+    RUNTIME_ERROR = "runtime_error"      # forward raised (including CUDA errors)
+    CRASHED = "crashed"                  # the worker process died (signal or abnormal exit)
+    TIMEOUT = "timeout"                  # no result within the wall-clock limit (build or run)
+    SKIPPED = "skipped"                  # could not be judged here (e.g. needs a CUDA device)
+    REJECTED = "rejected"                # output looked right but a guard caught cheating
+    REFERENCE_ERROR = "reference_error"  # the problem itself failed: not the candidate's fault
+
+    ALL = (CORRECT, INCORRECT, LOAD_ERROR, COMPILE_ERROR, RUNTIME_ERROR, CRASHED, TIMEOUT,
+           SKIPPED, REJECTED, REFERENCE_ERROR)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    trials_passed: int                  # trials whose outputs matched
+    trials_total: int                   # trials run
+    max_abs_err: float | None = None    # largest |out - ref| over all trials and outputs
+    max_rel_err: float | None = None    # largest |out - ref| / |ref| where |ref| >= atol
+    norm_err: float | None = None       # largest ||out - ref|| / ||ref|| over trials
+    first_mismatch: str | None = None   # where the first failing trial went wrong, readable
+
+    @property
+    def passed(self) -> bool:
+        return self.trials_total > 0 and self.trials_passed == self.trials_total
+
+
+@dataclass(frozen=True)
+class Timing:
+    samples_ms: tuple[float, ...]       # raw samples, in the order taken
+    timer: str                          # "cuda-events" or "host-clock"
+
+    @property
+    def median_ms(self) -> float:
+        return stats.median(self.samples_ms)
+
+    @property
+    def iqr_ms(self) -> float:
+        return stats.iqr(self.samples_ms)
+
+    @property
+    def count(self) -> int:
+        return len(self.samples_ms)
+
+
+@dataclass(frozen=True)
+class Result:
+    problem: str                           # problem name (file stem)
+    solution: str                          # solution path as given
+    status: str                            # one of Status.ALL
+    message: str = ""                      # one line: why, for anything but correct
+    solution_hash: str = ""                # sha256 of the solution file, first 16 hex digits
+    problem_path: str = ""
+    check: CheckResult | None = None       # None when the candidate never ran
+    reference_timing: Timing | None = None
+    candidate_timing: Timing | None = None
+    flags: tuple[str, ...] = ()            # guards that fired (see guards.py)
+    build_s: float | None = None           # seconds spent in extension builds (None: no extension)
+    build_reused: bool | None = None       # True when every extension came from the build cache
+    log_path: str = ""                     # full output of the worker, build log included
+    device: str = ""                       # "cpu" or "cuda:0"
+    device_name: str = ""                  # e.g. "NVIDIA H200"
+    torch_version: str = ""
+    cuda_version: str = ""
+    policy: str = ""                       # precision policy of check and timing
+    sizes: str = ""                        # global overrides used, e.g. "length=512", empty = official
+    wall_s: float | None = None            # wall time of the whole evaluation
+    time: str = ""                         # when the result was recorded (ISO 8601, UTC)
+    run_id: str = ""                       # groups the rows of one kbench invocation
+
+    @property
+    def speedup(self) -> float | None:
+        if self.reference_timing is None or self.candidate_timing is None:
+            return None
+        return stats.speedup(self.reference_timing.median_ms, self.candidate_timing.median_ms)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.CORRECT
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Result":
+        data = dict(data)
+        if data.get("check") is not None:
+            data["check"] = CheckResult(**data["check"])
+        for key in ("reference_timing", "candidate_timing"):
+            if data.get(key) is not None:
+                timing = data[key]
+                data[key] = Timing(samples_ms=tuple(timing["samples_ms"]), timer=timing["timer"])
+        data["flags"] = tuple(data.get("flags") or ())
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def to_row(self) -> dict:
+        """Flat CSV row: empty cells (not sentinel numbers) where a value does not exist."""
+        check = self.check
+        ref = self.reference_timing
+        cand = self.candidate_timing
+        return {
+            "time": self.time,
+            "run_id": self.run_id,
+            "problem": self.problem,
+            "solution": self.solution,
+            "solution_hash": self.solution_hash,
+            "status": self.status,
+            "flags": ";".join(self.flags),
+            "trials_passed": check.trials_passed if check else None,
+            "trials_total": check.trials_total if check else None,
+            "max_abs_err": check.max_abs_err if check else None,
+            "max_rel_err": check.max_rel_err if check else None,
+            "norm_err": check.norm_err if check else None,
+            "first_mismatch": check.first_mismatch if check else None,
+            "ref_median_ms": ref.median_ms if ref else None,
+            "ref_iqr_ms": ref.iqr_ms if ref else None,
+            "ref_samples": ref.count if ref else None,
+            "cand_median_ms": cand.median_ms if cand else None,
+            "cand_iqr_ms": cand.iqr_ms if cand else None,
+            "cand_samples": cand.count if cand else None,
+            "speedup": self.speedup,
+            "timer": cand.timer if cand else None,
+            "policy": self.policy,
+            "sizes": self.sizes,
+            "build_s": self.build_s,
+            "build_reused": self.build_reused,
+            "wall_s": self.wall_s,
+            "device": self.device,
+            "device_name": self.device_name,
+            "torch_version": self.torch_version,
+            "cuda_version": self.cuda_version,
+            "message": self.message,
+            "log_path": self.log_path,
+            "problem_path": self.problem_path,
+            "ref_samples_ms": list(ref.samples_ms) if ref else None,
+            "cand_samples_ms": list(cand.samples_ms) if cand else None,
+        }
+
+
+CSV_COLUMNS = list(Result(problem="", solution="", status="").to_row())
+
+
+def append_row(path: Path, row: dict) -> None:
+    """Append one row, writing the header first; a file with other columns is rewritten with the union.
+
+    Each append opens, writes and closes the file, so a crash or Ctrl-C leaves a valid CSV.
+    Lists (raw timing samples) are stored as JSON text.
+    """
+    row = {name: json.dumps(value) if isinstance(value, list) else value for name, value in row.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = _read_header(path)
+    if header is None:
+        _write_rows(path, list(row), [row])
+    elif header == list(row):
+        with path.open("a", newline="") as handle:
+            csv.DictWriter(handle, fieldnames=header).writerow(row)
+    else:
+        with path.open(newline="") as handle:
+            existing = list(csv.DictReader(handle))
+        union = header + [name for name in row if name not in header]
+        _write_rows(path, union, existing + [row])
+
+
+def read_rows(path: Path) -> list[dict]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _read_header(path: Path) -> list[str] | None:
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    with path.open(newline="") as handle:
+        return next(csv.reader(handle), None)
+
+
+def _write_rows(path: Path, header: list[str], rows: list[dict]) -> None:
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    with temporary.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(temporary, path)

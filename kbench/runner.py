@@ -1,0 +1,143 @@
+"""Run evaluations in child processes and turn whatever happens to them into a Result.
+
+`evaluate()` is the library entry point: one problem, one solution, one config -> one Result. It never
+raises for anything the candidate does; the parent always gets a row to write.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from kbench.config import RunConfig
+from kbench.problem import describe_overrides
+from kbench.results import Result, Status
+from kbench.solution import Solution
+from kbench.worker import Job
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+
+
+def resolve_device(requested: str) -> str:
+    """'auto' -> 'cuda:0' when CUDA is usable, else 'cpu'; 'cuda' -> 'cuda:0'."""
+    import torch
+
+    if requested == "auto":
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda":
+        return "cuda:0"
+    return requested
+
+
+def new_run_id() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+
+
+def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
+             overrides: dict | None = None, run_id: str = "") -> Result:
+    """Judge one solution against one problem in a fresh child process."""
+    device = device or resolve_device(config.device)
+    overrides = overrides or {}
+    started = time.monotonic()
+    base = Result(problem=problem_path.stem, solution=str(solution_path), status=Status.CRASHED,
+                  problem_path=str(problem_path), device=device, policy=config.policy,
+                  sizes=describe_overrides(overrides), run_id=run_id)
+    try:
+        solution = Solution.read(solution_path)
+    except OSError as error:
+        return _finish(replace(base, status=Status.LOAD_ERROR, message=f"cannot read solution: {error}"), started)
+    base = replace(base, solution_hash=solution.sha256)
+    if device == "cpu" and solution.needs_cuda:
+        return _finish(replace(base, status=Status.SKIPPED,
+                               message="needs a CUDA device (CUDA kernels in the source); none here"), started)
+    return _finish(_run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base),
+                   started)
+
+
+def _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base) -> Result:
+    log_path = _log_path(config.cache_dir, solution_path, solution.sha256)
+    base = replace(base, log_path=str(log_path))
+    with tempfile.TemporaryDirectory(prefix="kbench-job-") as scratch:
+        scratch = Path(scratch)
+        job = Job(problem_path=str(problem_path.resolve()), solution_path=str(solution_path.resolve()),
+                  device=device, config=config.to_dict(), result_path=str(scratch / "result.json"),
+                  state_path=str(scratch / "state.json"), overrides=overrides, run_id=run_id)
+        job.save(scratch / "job.json")
+        returncode = _spawn_and_wait(scratch / "job.json", log_path, config.timeout_s)
+        state = _read_json(Path(job.state_path)) or {}
+        if returncode is None:
+            where = "while building an extension" if state.get("building") else f"while {state.get('phase', 'starting')}"
+            return replace(base, status=Status.TIMEOUT, build_s=state.get("build_s"),
+                           message=f"no result after {config.timeout_s:g} s {where}; process group killed")
+        result_data = _read_json(Path(job.result_path))
+        if result_data is not None and returncode == 0:
+            result = Result.from_dict(result_data)
+            return replace(result, solution=str(solution_path), solution_hash=solution.sha256,
+                           log_path=str(log_path), problem_path=str(problem_path))
+        if returncode < 0:
+            name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
+            how = f"killed by {name}"
+        else:
+            how = f"exited with code {returncode}"
+        last = _last_log_line(log_path)
+        return replace(base, status=Status.CRASHED, build_s=state.get("build_s"),
+                       message=f"worker {how} while {state.get('phase', 'starting')}" + (f": {last}" if last else ""))
+
+
+def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float) -> int | None:
+    """Run the worker in its own process group; kill the whole group when done or out of time.
+
+    Returns the exit code (negative: killed by that signal), or None on timeout.
+    """
+    environment = dict(os.environ, PYTHONUNBUFFERED="1",
+                       PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
+    with log_path.open("ab") as log:
+        process = subprocess.Popen([sys.executable, "-m", "kbench.worker", str(job_path)],
+                                   stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=environment, start_new_session=True)
+        try:
+            return process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            # The group holds the worker and anything it started (ninja, nvcc, stray threads' processes).
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            process.wait()
+
+
+def _log_path(cache_dir: Path, solution_path: Path, sha256: str) -> Path:
+    folder = cache_dir / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    return folder / f"{solution_path.stem}-{sha256[:8]}-{stamp}.log"
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _last_log_line(log_path: Path) -> str:
+    try:
+        lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def _finish(result: Result, started: float) -> Result:
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return replace(result, time=now, wall_s=round(time.monotonic() - started, 3))

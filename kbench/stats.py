@@ -1,0 +1,42 @@
+"""Pure statistics over timing samples: no torch, no clocks."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Sequence
+
+
+def median(samples: Sequence[float]) -> float:
+    return statistics.median(samples)
+
+
+def iqr(samples: Sequence[float]) -> float:
+    """Interquartile range (the spread kbench reports next to a median)."""
+    if len(samples) < 2:
+        return 0.0
+    quartiles = statistics.quantiles(samples, n=4, method="inclusive")
+    return quartiles[2] - quartiles[0]
+
+
+def relative_standard_error(samples: Sequence[float]) -> float:
+    """Standard error of the mean over the mean; infinite until there are two samples."""
+    if len(samples) < 2:
+        return math.inf
+    mean = statistics.fmean(samples)
+    if mean <= 0:
+        return math.inf
+    return statistics.stdev(samples) / math.sqrt(len(samples)) / mean
+
+
+def speedup(reference_ms: float | None, candidate_ms: float | None) -> float | None:
+    if not reference_ms or not candidate_ms:
+        return None
+    return reference_ms / candidate_ms
+
+
+def geometric_mean(values: Sequence[float]) -> float | None:
+    positive = [v for v in values if v and v > 0]
+    if not positive:
+        return None
+    return math.exp(statistics.fmean(math.log(v) for v in positive))
