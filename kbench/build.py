@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,25 @@ class BuildRecord:
     folders: list[str] = field(default_factory=list)  # one build folder per extension
     reused: list[bool] = field(default_factory=list)  # per extension: artefacts already there, untouched
     building: bool = False                          # True while a build call is in flight
+    log_path: Path | None = None                    # the worker's log, where verbose builds write
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size if self.log_path else 0
+        except OSError:
+            return 0
+
+    def log_since(self, offset: int) -> str:
+        """What the build wrote to the log after `offset` (verbose builds print there, not in the error)."""
+        if not self.log_path:
+            return ""
+        sys.stdout.flush()
+        try:
+            with self.log_path.open("rb") as handle:
+                handle.seek(offset)
+                return handle.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
 
     @property
     def any(self) -> bool:
@@ -89,12 +109,14 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
         folder.mkdir(parents=True, exist_ok=True)
         bound.arguments["verbose"] = True
         before = _artefacts(folder)
+        log_offset = record.log_size()
         record.building = True
         started = time.monotonic()
         try:
             return real(*bound.args, **bound.kwargs)
         except Exception as error:
-            raise BuildError(str(bound.arguments.get("name")), str(error)) from error
+            log = record.log_since(log_offset) + "\n" + str(error)
+            raise BuildError(str(bound.arguments.get("name")), log) from error
         finally:
             record.building = False
             record.seconds += time.monotonic() - started

@@ -79,6 +79,6 @@ def results_table(results: list[Result], title: str | None = None) -> Table:
         ]
         if show_sizes:
             cells.append(result.sizes or "official")
-        cells.append(message)
+        cells.append(Text(message))  # plain text: "[flags: ...]" is not rich markup
         table.add_row(*cells)
     return table

@@ -24,6 +24,7 @@ class Status:
     SKIPPED = "skipped"                  # could not be judged here (e.g. needs a CUDA device)
     REJECTED = "rejected"                # output looked right but a guard caught cheating
     REFERENCE_ERROR = "reference_error"  # the problem itself failed: not the candidate's fault
+    BUILT = "built"                      # build-only runs: imported and built, not yet judged
 
     ALL = (CORRECT, INCORRECT, LOAD_ERROR, COMPILE_ERROR, RUNTIME_ERROR, CRASHED, TIMEOUT,
            SKIPPED, REJECTED, REFERENCE_ERROR)

@@ -42,8 +42,12 @@ def new_run_id() -> str:
 
 
 def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
-             overrides: dict | None = None, run_id: str = "") -> Result:
-    """Judge one solution against one problem in a fresh child process."""
+             overrides: dict | None = None, run_id: str = "", build_only: bool = False) -> Result:
+    """Judge one solution against one problem in a fresh child process.
+
+    With build_only, the child only imports the solution (building its extensions into the cache)
+    and returns status `built`, or the load/compile failure; a later evaluation then starts warm.
+    """
     device = device or resolve_device(config.device)
     overrides = overrides or {}
     started = time.monotonic()
@@ -58,18 +62,21 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     if device == "cpu" and solution.needs_cuda:
         return _finish(replace(base, status=Status.SKIPPED,
                                message="needs a CUDA device (CUDA kernels in the source); none here"), started)
-    return _finish(_run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base),
-                   started)
+    child_result = _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
+                              build_only)
+    return _finish(child_result, started)
 
 
-def _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base) -> Result:
+def _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
+               build_only) -> Result:
     log_path = _log_path(config.cache_dir, solution_path, solution.sha256)
     base = replace(base, log_path=str(log_path))
     with tempfile.TemporaryDirectory(prefix="kbench-job-") as scratch:
         scratch = Path(scratch)
         job = Job(problem_path=str(problem_path.resolve()), solution_path=str(solution_path.resolve()),
                   device=device, config=config.to_dict(), result_path=str(scratch / "result.json"),
-                  state_path=str(scratch / "state.json"), overrides=overrides, run_id=run_id)
+                  state_path=str(scratch / "state.json"), overrides=overrides, run_id=run_id,
+                  log_path=str(log_path), build_only=build_only)
         job.save(scratch / "job.json")
         returncode = _spawn_and_wait(scratch / "job.json", log_path, config.timeout_s)
         state = _read_json(Path(job.state_path)) or {}
@@ -82,14 +89,14 @@ def _run_child(problem_path, solution_path, solution, config, device, overrides,
             result = Result.from_dict(result_data)
             return replace(result, solution=str(solution_path), solution_hash=solution.sha256,
                            log_path=str(log_path), problem_path=str(problem_path))
+        phase = state.get("phase", "starting")
         if returncode < 0:
             name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
-            how = f"killed by {name}"
+            message = f"worker killed by {name} while {phase}"
         else:
-            how = f"exited with code {returncode}"
-        last = _last_log_line(log_path)
-        return replace(base, status=Status.CRASHED, build_s=state.get("build_s"),
-                       message=f"worker {how} while {state.get('phase', 'starting')}" + (f": {last}" if last else ""))
+            last = _last_log_line(log_path)
+            message = f"worker exited with code {returncode} while {phase}" + (f": {last}" if last else "")
+        return replace(base, status=Status.CRASHED, build_s=state.get("build_s"), message=message)
 
 
 def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float) -> int | None:

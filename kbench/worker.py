@@ -7,6 +7,7 @@ status here; what Python cannot see (a segfault, a hang) the parent turns into o
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import platform
@@ -32,6 +33,8 @@ class Job:
     result_path: str           # where the worker writes its Result as JSON
     state_path: str            # where the worker records its phase, for the parent's messages
     overrides: dict            # problem globals to override (empty: official sizes)
+    log_path: str = ""         # the worker's stdout/stderr file (build output lands there)
+    build_only: bool = False   # import the solution (building its extensions) and stop
     run_id: str = ""
 
     def save(self, path: Path) -> None:
@@ -64,6 +67,7 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 
 def main(argv: list[str]) -> int:
+    faulthandler.enable()  # a segfault leaves a Python stack in the log
     job = Job.load(Path(argv[0]))
     result = run(job)
     write_json_atomic(Path(job.result_path), result.to_dict())
@@ -89,7 +93,7 @@ def run(job: Job):
         torch_version=torch.__version__, cuda_version=torch.version.cuda or "", policy=config.policy,
         sizes=describe_overrides(job.overrides), run_id=job.run_id,
     )
-    build = BuildRecord()
+    build = BuildRecord(log_path=Path(job.log_path) if job.log_path else None)
     state.build = build
     os.environ.setdefault("TRITON_CACHE_DIR", str(config.cache_dir / "triton" / versions_tag()))
     install_build_hooks(config.cache_dir / "extensions" / versions_tag(), build)
@@ -130,7 +134,6 @@ def _evaluate(job, config, device, state, build, base):
     try:
         solution_module = load_module(Path(job.solution_path), "kbench_solution")
     except BuildError as error:
-        print(error.log, flush=True)
         raise Stop(Status.COMPILE_ERROR, str(error))
     except (Exception, SystemExit) as error:
         traceback.print_exc()
@@ -138,6 +141,9 @@ def _evaluate(job, config, device, state, build, base):
     if not isinstance(getattr(solution_module, "ModelNew", None), type):
         raise Stop(Status.LOAD_ERROR, "the solution defines no ModelNew class")
     _guard_settings(state, expected_settings, "importing the solution")
+    if job.build_only:
+        return replace(base, status=Status.BUILT, build_s=_build_seconds(build), build_reused=build.all_reused,
+                       wall_s=time.monotonic() - state.started)
 
     with overridden(problem_module, job.overrides), torch.no_grad():
         state.write("building models")
@@ -151,7 +157,6 @@ def _evaluate(job, config, device, state, build, base):
         try:
             candidate_model = solution_module.ModelNew(*init_inputs).to(device)
         except BuildError as error:
-            print(error.log, flush=True)
             raise Stop(Status.COMPILE_ERROR, str(error))
         except Exception as error:
             traceback.print_exc()
@@ -193,7 +198,7 @@ def _evaluate(job, config, device, state, build, base):
                 reference_output = call_reference(_clone(inputs))
                 candidate_output = call_candidate(candidate_inputs)
             if guards.inputs_mutated(inputs, candidate_inputs):
-                state.flag(guards.MUTATED_INPUTS)
+                state.flag(guards.MUTATED_INPUTS, "forward changed its input tensors in place")
             _guard_settings(state, expected_settings, "calling ModelNew")
             outcomes.append(check.compare(candidate_output, reference_output, config.tolerance_for))
             del candidate_output, reference_output

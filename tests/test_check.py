@@ -1,0 +1,82 @@
+"""The output comparison: tolerances, NaN, shapes, dtypes, tuples, and the recorded error numbers."""
+
+import torch
+
+from kbench.check import compare, summarise
+from kbench.config import RunConfig
+
+TOLERANCE = RunConfig().tolerance_for
+
+
+def test_identical_outputs_pass_with_zero_error():
+    reference = torch.rand(4, 5)
+    outcome = compare(reference.clone(), reference, TOLERANCE)
+    assert outcome.passed and outcome.max_abs_err == 0.0 and outcome.norm_err == 0.0
+
+
+def test_small_relative_error_outside_float32_tolerance_fails_with_location():
+    reference = torch.ones(3, 4)
+    candidate = reference.clone()
+    candidate[1, 2] += 1e-3
+    outcome = compare(candidate, reference, TOLERANCE)
+    assert not outcome.passed
+    assert "output[1, 2]" in outcome.mismatch and "1 of 12 elements" in outcome.mismatch
+    assert abs(outcome.max_abs_err - 1e-3) < 1e-6
+    assert abs(outcome.max_rel_err - 1e-3) < 1e-6
+
+
+def test_error_within_tolerance_passes():
+    reference = torch.ones(100)
+    outcome = compare(reference + 5e-5, reference, TOLERANCE)
+    assert outcome.passed and outcome.max_abs_err > 0
+
+
+def test_nan_where_reference_is_finite_fails():
+    reference = torch.rand(10)
+    candidate = reference.clone()
+    candidate[7] = float("nan")
+    outcome = compare(candidate, reference, TOLERANCE)
+    assert not outcome.passed and "non-finite" in outcome.mismatch and "output[7]" in outcome.mismatch
+
+
+def test_nan_where_reference_is_nan_passes():
+    reference = torch.tensor([1.0, float("nan"), float("inf")])
+    assert compare(reference.clone(), reference, TOLERANCE).passed
+
+
+def test_shape_dtype_and_type_mismatches_fail():
+    reference = torch.rand(4)
+    assert "shape" in compare(torch.rand(5), reference, TOLERANCE).mismatch
+    assert "dtype" in compare(reference.double(), reference, TOLERANCE).mismatch
+    assert "expected a torch.Tensor" in compare(reference.numpy(), reference, TOLERANCE).mismatch
+
+
+def test_tuple_outputs_compared_elementwise():
+    first, second = torch.rand(3), torch.rand(2)
+    assert compare((first.clone(), second.clone()), (first, second), TOLERANCE).passed
+    outcome = compare((second, first), (first, second), TOLERANCE)
+    assert not outcome.passed and "output 0" in outcome.mismatch
+    assert "returned 1 outputs, expected 2" in compare((first,), (first, second), TOLERANCE).mismatch
+
+
+def test_half_precision_uses_looser_default_and_overrides_win():
+    reference = torch.ones(8, dtype=torch.float16)
+    assert compare(reference + 0.005, reference, TOLERANCE).passed
+    strict = RunConfig(atol=1e-4, rtol=1e-4).tolerance_for
+    assert not compare(reference + 0.005, reference, strict).passed
+
+
+def test_integer_outputs_must_match_exactly():
+    reference = torch.arange(6)
+    assert compare(reference.clone(), reference, TOLERANCE).passed
+    assert not compare(reference + 1, reference, TOLERANCE).passed
+
+
+def test_summary_counts_trials_and_keeps_first_failure():
+    reference = torch.ones(4)
+    outcomes = [compare(reference.clone(), reference, TOLERANCE), compare(reference * 2, reference, TOLERANCE),
+                compare(reference * 3, reference, TOLERANCE)]
+    summary = summarise(outcomes)
+    assert (summary.trials_passed, summary.trials_total) == (1, 3)
+    assert summary.first_mismatch.startswith("trial 1:")
+    assert summary.max_abs_err == 2.0 and not summary.passed

@@ -1,0 +1,90 @@
+"""Pairing rules, the results CSV, and build-log parsing."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from kbench.build import first_error_line
+from kbench.results import CheckResult, Result, Timing, append_row, read_rows
+from kbench.solution import PairingError, Solution, pair_problem
+
+
+@pytest.fixture
+def tree(tmp_path):
+    problems = tmp_path / "problems"
+    solutions = tmp_path / "solutions"
+    (solutions / "convt1d").mkdir(parents=True)
+    problems.mkdir()
+    for name in ("convt1d.py", "64_conv_transposed_1D.py", "declared.py"):
+        (problems / name).write_text("# problem\n")
+    (problems / "declared.py").write_text("KERNELBENCH_ID = 74\n")
+    return tmp_path
+
+
+def test_pairs_by_stem_by_folder_and_by_kernelbench_id(tree):
+    problems = [tree / "problems"]
+    assert pair_problem(tree / "solutions" / "convt1d.py", problems).name == "convt1d.py"
+    assert pair_problem(tree / "solutions" / "convt1d" / "seed000_x.py", problems).name == "convt1d.py"
+    run_file = tree / "runs" / "level_1_problem_64_sample_0_kernel.py"
+    assert pair_problem(run_file, problems).name == "64_conv_transposed_1D.py"
+    declared = tree / "runs" / "level_1_problem_74_sample_3_kernel.py"
+    assert pair_problem(declared, problems).name == "declared.py"
+
+
+def test_unpaired_solution_says_what_was_tried(tree):
+    with pytest.raises(PairingError, match="--problem"):
+        pair_problem(tree / "solutions" / "nothing.py", [tree / "problems"])
+
+
+def test_needs_cuda_detection():
+    assert Solution(Path("a.py"), "load_inline(name='x', cpp_sources=s, cuda_sources=c)", "0").needs_cuda
+    assert Solution(Path("a.py"), "import triton\n", "0").needs_cuda
+    assert not Solution(Path("a.py"), "load_inline(name='x', cpp_sources=s)", "0").needs_cuda
+
+
+def sample_result(**changes) -> Result:
+    fields = dict(problem="axpy", solution="s.py", status="correct",
+                  check=CheckResult(5, 5, 0.0, 0.0, 0.0, None),
+                  reference_timing=Timing((2.0, 2.0, 4.0), "host-clock"),
+                  candidate_timing=Timing((1.0, 1.0, 1.0), "host-clock"))
+    fields.update(changes)
+    return Result(**fields)
+
+
+def test_result_round_trips_and_derives_speedup():
+    result = sample_result()
+    assert result.speedup == 2.0
+    assert Result.from_dict(result.to_dict()) == result
+
+
+def test_csv_appends_rows_and_keeps_raw_samples(tmp_path):
+    path = tmp_path / "out" / "results.csv"
+    append_row(path, sample_result().to_row())
+    append_row(path, sample_result(status="incorrect", check=None, candidate_timing=None).to_row())
+    rows = read_rows(path)
+    assert [row["status"] for row in rows] == ["correct", "incorrect"]
+    assert rows[0]["ref_samples_ms"] == "[2.0, 2.0, 4.0]"
+    assert rows[1]["speedup"] == "" and rows[1]["trials_total"] == ""
+
+
+def test_csv_with_other_columns_is_rewritten_with_their_union(tmp_path):
+    path = tmp_path / "results.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["status", "legacy"])
+        writer.writeheader()
+        writer.writerow({"status": "old", "legacy": "kept"})
+    append_row(path, sample_result().to_row())
+    rows = read_rows(path)
+    assert rows[0]["legacy"] == "kept" and rows[0]["status"] == "old"
+    assert rows[1]["status"] == "correct" and rows[1]["problem"] == "axpy"
+
+
+def test_first_error_line_finds_gcc_and_nvcc_errors():
+    gcc = ("[1/2] c++ -c main.cpp\nFAILED: main.o\n/root/.cache/kbench/ext/x/main.cpp:15:17: error: "
+           "'undeclared_thing' was not declared in this scope\nninja: build stopped")
+    assert first_error_line(gcc) == "main.cpp:15:17: error: 'undeclared_thing' was not declared in this scope"
+    nvcc = ('/tmp/b/cuda.cu(45): error: "threadsPerBlock" has already been declared in the current scope\n'
+            "1 error detected in the compilation of cuda.cu.")
+    assert first_error_line(nvcc).startswith('cuda.cu(45): error: "threadsPerBlock"')
+    assert first_error_line("RuntimeError: Error building extension 'x'\nsomething") == "something"

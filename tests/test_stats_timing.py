@@ -1,0 +1,89 @@
+"""Statistics and the sampling loop, driven by a fake clock (no GPU, no real time)."""
+
+import math
+
+import pytest
+
+from kbench import stats
+from kbench.timing import HostTimer, StopRule, sample_interleaved
+
+
+def test_median_iqr_rse():
+    samples = [1.0, 2.0, 3.0, 4.0, 100.0]
+    assert stats.median(samples) == 3.0
+    assert stats.iqr(samples) == pytest.approx(2.0)
+    assert stats.relative_standard_error([5.0]) == math.inf
+    assert stats.relative_standard_error([2.0, 2.0, 2.0]) == 0.0
+
+
+def test_speedup_and_geometric_mean():
+    assert stats.speedup(10.0, 2.0) == 5.0
+    assert stats.speedup(None, 2.0) is None
+    assert stats.geometric_mean([2.0, 8.0]) == pytest.approx(4.0)
+    assert stats.geometric_mean([]) is None
+
+
+class FakeClock:
+    """A clock that advances only when told: each call 'takes' a known time."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def make_call(clock, durations_s):
+    durations = iter(durations_s)
+
+    def call():
+        clock.now += next(durations)
+    return call
+
+
+def test_host_timer_measures_the_call_in_ms():
+    clock = FakeClock()
+    timer = HostTimer(clock=clock)
+    assert timer.measure(make_call(clock, [0.25])) == pytest.approx(250.0)
+
+
+def test_sampling_stops_when_precise_and_interleaves():
+    clock = FakeClock()
+    order = []
+
+    def reference():
+        order.append("ref")
+        clock.now += 0.002
+
+    def candidate():
+        order.append("cand")
+        clock.now += 0.001
+
+    rule = StopRule(warmup=2, min_samples=5, max_samples=100, target_rse=0.01, budget_s=100)
+    reference_ms, candidate_ms = sample_interleaved(reference, candidate, HostTimer(clock), rule, clock=clock)
+    # Constant durations: zero spread, so sampling stops at min_samples.
+    assert len(reference_ms) == len(candidate_ms) == 5
+    assert reference_ms[0] == pytest.approx(2.0) and candidate_ms[0] == pytest.approx(1.0)
+    assert order[:4] == ["ref", "cand", "ref", "cand"]
+    assert len(order) == 2 * (2 + 5)
+
+
+def test_sampling_stops_at_budget_with_noisy_samples():
+    clock = FakeClock()
+    reference = make_call(clock, [0.001, 0.009] * 10_000)
+    candidate = make_call(clock, [0.009, 0.001] * 10_000)
+    rule = StopRule(warmup=0, min_samples=5, max_samples=10_000, target_rse=1e-6, budget_s=0.5)
+    reference_ms, _ = sample_interleaved(reference, candidate, HostTimer(clock), rule, clock=clock)
+    # Each round costs 10 ms of fake time: the 0.5 s budget allows about 50 rounds.
+    assert 45 <= len(reference_ms) <= 55
+
+
+def test_sampling_takes_a_minimum_even_when_budget_is_spent():
+    clock = FakeClock()
+
+    def slow():
+        clock.now += 10.0
+
+    rule = StopRule(warmup=0, min_samples=10, max_samples=100, target_rse=0.01, budget_s=0.1)
+    reference_ms, candidate_ms = sample_interleaved(slow, slow, HostTimer(clock), rule, clock=clock)
+    assert len(reference_ms) == len(candidate_ms) == 3
