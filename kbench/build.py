@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 # Compiler diagnostics: gcc "file.cpp:5:3: error: ...", nvcc "file.cu(45): error: ...", ld errors.
 _ERROR_LINE = re.compile(r"(\berror\b\s*:|: error\b|\berror [A-Z]+\d+:|undefined reference|undefined symbol)",
@@ -57,6 +58,7 @@ class BuildRecord:
     reused: list[bool] = field(default_factory=list)  # per extension: artefacts already there, untouched
     building: bool = False                          # True while a build call is in flight
     log_path: Path | None = None                    # the worker's log, where verbose builds write
+    on_change: Callable[[], None] = lambda: None    # told when a build starts or ends (progress file)
 
     def log_size(self) -> int:
         try:
@@ -111,6 +113,7 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
         before = _artefacts(folder)
         log_offset = record.log_size()
         record.building = True
+        record.on_change()
         started = time.monotonic()
         try:
             return real(*bound.args, **bound.kwargs)
@@ -123,6 +126,7 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
             record.folders.append(str(folder))
             after = _artefacts(folder)
             record.reused.append(bool(before) and all(after.get(p) == m for p, m in before.items()))
+            record.on_change()
 
     build.__wrapped__ = real
     build.__signature__ = signature

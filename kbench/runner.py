@@ -115,12 +115,47 @@ def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float) -> int | N
         except subprocess.TimeoutExpired:
             return None
         finally:
-            # The group holds the worker and anything it started (ninja, nvcc, stray threads' processes).
+            kill_session(process.pid)
+            process.wait()
+
+
+def kill_session(session_id: int) -> None:
+    """Kill the worker's whole session: the worker and everything it started.
+
+    A process group is not enough: ninja puts each compiler command in a group of its own, so nvcc
+    and cc1plus would outlive a killed worker. They all stay in the worker's session, though.
+    """
+    try:
+        os.killpg(session_id, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for _ in range(50):
+        members = _session_members(session_id)
+        if not members:
+            return
+        for pid in members:
             try:
-                os.killpg(process.pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            process.wait()
+        time.sleep(0.02)
+
+
+def _session_members(session_id: int) -> list[int]:
+    """Processes whose session id is `session_id` (Linux /proc; elsewhere, none found)."""
+    members = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state ppid pgrp session ...
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 3 and int(fields[3]) == session_id and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
 
 
 def _log_path(cache_dir: Path, solution_path: Path, sha256: str) -> Path:

@@ -95,6 +95,7 @@ def run(job: Job):
     )
     build = BuildRecord(log_path=Path(job.log_path) if job.log_path else None)
     state.build = build
+    build.on_change = lambda: state.write(state.phase)
     os.environ.setdefault("TRITON_CACHE_DIR", str(config.cache_dir / "triton" / versions_tag()))
     install_build_hooks(config.cache_dir / "extensions" / versions_tag(), build)
     guards.set_strict_precision()

@@ -1,0 +1,148 @@
+"""End to end on the CPU: real C++ builds, real child processes, one verdict per kind of bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kbench.results import Status
+from kbench.runner import evaluate
+
+from conftest import PROBLEMS, SOLUTIONS
+
+AXPY = PROBLEMS / "axpy.py"
+
+_results: dict = {}
+
+
+def judged(config, solution: str, problem: Path = AXPY):
+    """Evaluate a fixture once per session (builds are slow here) and reuse the result."""
+    key = (solution, problem)
+    if key not in _results:
+        _results[key] = evaluate(problem, SOLUTIONS / solution, config)
+    return _results[key]
+
+
+@pytest.mark.parametrize("solution, status, message", [
+    ("axpy/correct_plain.py", Status.CORRECT, ""),
+    ("axpy/correct.py", Status.CORRECT, ""),
+    ("axpy/slightly_wrong.py", Status.INCORRECT, "outside atol=0.0001 rtol=0.0001"),
+    ("axpy/nan_output.py", Status.INCORRECT, "non-finite"),
+    ("axpy/wrong_shape.py", Status.INCORRECT, "shape (4095,), expected (4096,)"),
+    ("axpy/syntax_error.py", Status.LOAD_ERROR, "SyntaxError"),
+    ("axpy/no_modelnew.py", Status.LOAD_ERROR, "defines no ModelNew"),
+    ("axpy/import_error.py", Status.LOAD_ERROR, "kbench_no_such_module"),
+    ("axpy/bad_init.py", Status.LOAD_ERROR, "ModelNew(*get_init_inputs()) failed: TypeError"),
+    ("axpy/build_error.py", Status.COMPILE_ERROR, "undeclared_thing"),
+    ("axpy/runtime_error.py", Status.RUNTIME_ERROR, "deliberate runtime failure"),
+    ("axpy/segfault.py", Status.CRASHED, "killed by SIGSEGV while checking"),
+    ("axpy/mutates_input.py", Status.REJECTED, "changed its input tensors"),
+    ("axpy/cuda_only.py", Status.SKIPPED, "needs a CUDA device"),
+])
+def test_verdict(cpu_config, solution, status, message):
+    result = judged(cpu_config, solution)
+    assert result.status == status, result.message
+    assert message in result.message
+    assert result.solution_hash and result.time and result.device == "cpu"
+
+
+def test_correct_result_carries_check_numbers_and_timings(cpu_config):
+    result = judged(cpu_config, "axpy/correct.py")
+    assert (result.check.trials_passed, result.check.trials_total) == (5, 5)
+    assert result.check.max_abs_err == 0.0
+    assert result.reference_timing.count >= 3 and result.candidate_timing.count >= 3
+    assert result.reference_timing.timer == "host-clock"
+    assert result.speedup == pytest.approx(result.reference_timing.median_ms / result.candidate_timing.median_ms)
+    assert result.policy == "strict-fp32" and result.torch_version
+    assert result.build_s is not None
+
+
+def test_incorrect_result_records_errors_and_first_mismatch(cpu_config):
+    result = judged(cpu_config, "axpy/slightly_wrong.py")
+    check = result.check
+    assert check.trials_passed == 0 and check.trials_total == 5
+    assert 0.9e-3 < check.max_rel_err < 1.1e-3
+    assert 0.9e-3 < check.norm_err < 1.1e-3
+    assert check.first_mismatch.startswith("trial 0: output[")
+
+
+def test_mutated_inputs_are_flagged(cpu_config):
+    assert "mutated_inputs" in judged(cpu_config, "axpy/mutates_input.py").flags
+
+
+def test_compile_error_keeps_full_log_and_first_error_line(cpu_config):
+    result = judged(cpu_config, "axpy/build_error.py")
+    assert "error" in result.message and "undeclared_thing" in result.message
+    log = Path(result.log_path).read_text()
+    assert "undeclared_thing" in log and "ninja" in log.lower()
+
+
+def test_unchanged_solution_is_not_rebuilt(cpu_config):
+    first = judged(cpu_config, "axpy/correct.py")
+    artefacts = {path: path.stat().st_mtime_ns for path in cpu_config.cache_dir.rglob("axpy_correct*.so")}
+    assert artefacts, "the first evaluation left no built extension in the cache"
+    second = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", cpu_config)
+    assert second.status == Status.CORRECT and first.status == Status.CORRECT
+    assert second.build_reused is True
+    assert {path: path.stat().st_mtime_ns for path in artefacts} == artefacts
+
+
+def test_extensions_with_the_same_name_get_separate_folders(cpu_config, tmp_path):
+    # Two different sources under one extension name must not overwrite each other's build.
+    source = (SOLUTIONS / "axpy/correct.py").read_text()
+    renamed = source.replace('name="axpy_correct"', 'name="axpy_slightly_wrong"')
+    assert renamed != source
+    clash = tmp_path / "same_name.py"
+    clash.write_text(renamed)
+    assert evaluate(AXPY, clash, cpu_config).status == Status.CORRECT
+    assert judged(cpu_config, "axpy/slightly_wrong.py").status == Status.INCORRECT
+    folders = {path.parent for path in cpu_config.cache_dir.rglob("axpy_slightly_wrong*.so")}
+    assert len(folders) == 2
+
+
+def test_hang_becomes_timeout_and_the_worker_is_killed(cpu_config):
+    solution = SOLUTIONS / "axpy/infinite_loop.py"
+    built = evaluate(AXPY, solution, cpu_config, build_only=True)
+    assert built.status == Status.BUILT, built.message
+    started = time.monotonic()
+    result = evaluate(AXPY, solution, replace(cpu_config, timeout_s=15))
+    assert result.status == Status.TIMEOUT
+    assert "no result after 15 s while checking" in result.message
+    assert time.monotonic() - started < 40
+
+
+def test_build_past_its_timeout_is_timeout_and_compilers_are_killed(cpu_config, tmp_path):
+    marker = f"kbench_slow_build_{int(time.time() * 1000)}"
+    source = (SOLUTIONS / "axpy/correct.py").read_text().replace('name="axpy_correct"', f'name="{marker}"')
+    solution = tmp_path / "slow_build.py"
+    solution.write_text(source)
+    result = evaluate(AXPY, solution, replace(cpu_config, timeout_s=6))
+    assert result.status == Status.TIMEOUT
+    assert "while building an extension" in result.message
+    time.sleep(0.5)
+    processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert marker not in processes
+
+
+def test_tuple_outputs(cpu_config):
+    assert judged(cpu_config, "minmax/correct.py", PROBLEMS / "minmax.py").status == Status.CORRECT
+    swapped = judged(cpu_config, "minmax/swapped.py", PROBLEMS / "minmax.py")
+    assert swapped.status == Status.INCORRECT and "output 0" in swapped.message
+
+
+def test_seeded_parameters_match_for_a_model_with_weights(cpu_config):
+    result = judged(cpu_config, "linear/correct.py", PROBLEMS / "linear.py")
+    assert result.status == Status.CORRECT, result.message
+
+
+def test_broken_problem_is_a_reference_error_not_the_candidates_fault(cpu_config, tmp_path):
+    problem = tmp_path / "broken.py"
+    problem.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                       "        raise ValueError('reference is broken')\n"
+                       "def get_inputs():\n    return [torch.rand(3)]\ndef get_init_inputs():\n    return []\n")
+    result = evaluate(problem, SOLUTIONS / "axpy/correct_plain.py", cpu_config)
+    assert result.status == Status.REFERENCE_ERROR and "reference is broken" in result.message
