@@ -80,31 +80,33 @@ def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budg
               help="Problem file for every SOLUTION (overrides pairing).")
 @click.option("--problems", "problems_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Folder to pair solutions in [default: problems/ beside solutions/, then ./problems].")
+@click.option("--jobs", "-j", type=click.IntRange(1), default=None,
+              help="Parallel builds when judging several solutions [default: number of cores].")
 @run_options
-def eval_command(solutions, problem_path, problems_dir, as_json, out, **options) -> None:
+def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **options) -> None:
     """Judge SOLUTIONS (files defining ModelNew), each against its problem.
 
     Pairing: solutions/<problem>.py and solutions/<problem>/<any>.py belong to problems/<problem>.py;
     KernelBench run files level_<L>_problem_<ID>_sample_<S>_kernel.py pair with <ID>_*.py or a problem
     declaring KERNELBENCH_ID = <ID>. Each evaluation runs in its own child process.
     """
-    from kbench.runner import evaluate, new_run_id
+    from kbench.runner import evaluate_all, new_run_id
 
     config = build_config(**options)
     device = _checked_device(config.device)
     pairs = [(problem_path or _pair(solution, problems_dir), solution) for solution in solutions]
-    run_id = new_run_id()
     console = Console(stderr=True)
-    results = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True, disable=as_json) as progress:
-        task = progress.add_task("evaluating", total=len(pairs))
-        for problem, solution in pairs:
-            progress.update(task, description=f"{solution.name} vs {problem.name}")
-            result = evaluate(problem, solution, config, device=device, run_id=run_id)
-            append_row(out, result.to_row())
-            results.append(result)
-            progress.advance(task)
+        building = progress.add_task("building", total=len(pairs), visible=len(pairs) > 1)
+        evaluating = progress.add_task("evaluating", total=len(pairs))
+
+        def record(result):
+            append_row(out, result.to_row())  # written the moment it exists
+            progress.advance(evaluating)
+
+        results = evaluate_all(pairs, config, device=device, run_id=new_run_id(), jobs=jobs,
+                               on_result=record, on_built=lambda result: progress.advance(building))
     if as_json:
         click.echo(json.dumps([result.to_row() for result in results], indent=2))
     else:

@@ -14,8 +14,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from kbench.config import RunConfig
 from kbench.problem import describe_overrides
@@ -65,6 +67,50 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     child_result = _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
                               build_only)
     return _finish(child_result, started)
+
+
+def evaluate_all(pairs: list[tuple[Path, Path]], config: RunConfig, *, device: str | None = None,
+                 run_id: str = "", jobs: int | None = None,
+                 on_result: Callable[[Result], None] = lambda result: None,
+                 on_built: Callable[[Result], None] = lambda result: None) -> list[Result]:
+    """Judge many (problem, solution) pairs: build them all in parallel first, then evaluate one by one.
+
+    Builds are CPU work and run `jobs` at a time (default: one per core, each compiler limited so the
+    machine is not oversubscribed); evaluations share the device, so they run in turn. A candidate
+    whose build fails gets its verdict from the build; `on_result` sees every result as it exists.
+    """
+    device = device or resolve_device(config.device)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    results: list[Result | None] = [None] * len(pairs)
+    builds_done: list[Result | None] = [None] * len(pairs)
+    if len(pairs) > 1:
+        previous = os.environ.get("MAX_JOBS")
+        os.environ["MAX_JOBS"] = str(max(1, (os.cpu_count() or 1) // min(jobs, len(pairs))))
+        try:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                builds = [pool.submit(evaluate, problem, solution, config, device=device, run_id=run_id,
+                                      build_only=True) for problem, solution in pairs]
+                for index, future in enumerate(builds):
+                    built = builds_done[index] = future.result()
+                    on_built(built)
+                    if built.status != Status.BUILT:
+                        results[index] = built
+                        on_result(built)
+        finally:
+            if previous is None:
+                os.environ.pop("MAX_JOBS", None)
+            else:
+                os.environ["MAX_JOBS"] = previous
+    for index, (problem, solution) in enumerate(pairs):
+        if results[index] is None:
+            result = evaluate(problem, solution, config, device=device, run_id=run_id)
+            built = builds_done[index]
+            if built is not None and built.build_s is not None:
+                # Report the build as the build phase saw it, not the cache hit that followed.
+                result = replace(result, build_s=built.build_s, build_reused=built.build_reused)
+            results[index] = result
+            on_result(result)
+    return results
 
 
 def _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
