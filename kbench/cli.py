@@ -55,6 +55,12 @@ def run_options(command):
                      type=click.FloatRange(0), help="Seconds of sampling per evaluation at most."),
         click.option("--target-rse", default=0.01, show_default=True, type=click.FloatRange(0),
                      help="Stop sampling once both relative standard errors are below this."),
+        click.option("--sweep", "sweep", default=8, show_default=True, type=click.IntRange(0),
+                     help="Random parameter configurations checked after the official one (0: off)."),
+        click.option("--strict", is_flag=True,
+                     help="A sweep failure makes the verdict incorrect (default: a sweep_failed flag)."),
+        click.option("--full-size", is_flag=True,
+                     help="On a CPU device, run official sizes instead of reduced ones."),
         click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help=f"Builds and logs [default: {default_cache_dir()}; env KBENCH_CACHE_DIR]."),
         click.option("--out", default=Path("results/results.csv"), show_default=True,
@@ -66,11 +72,11 @@ def run_options(command):
     return command
 
 
-def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budget_s, target_rse,
-                 cache_dir) -> RunConfig:
+def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budget_s, target_rse, sweep,
+                 strict, full_size, cache_dir) -> RunConfig:
     return RunConfig(device=device, trials=trials, seed=seed, atol=atol, rtol=rtol, timeout_s=timeout_s,
-                     time=do_time, time_budget_s=time_budget_s, target_rse=target_rse,
-                     cache_dir=cache_dir or default_cache_dir())
+                     time=do_time, time_budget_s=time_budget_s, target_rse=target_rse, sweep=sweep,
+                     strict=strict, full_size=full_size, cache_dir=cache_dir or default_cache_dir())
 
 
 @main.command("eval")
@@ -110,12 +116,32 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
     if as_json:
         click.echo(json.dumps([result.to_row() for result in results], indent=2))
     else:
-        output = Console()
-        if not output.is_terminal:
-            output = Console(width=200)  # pipes and logs: keep rows on one line
-        output.print(results_table(results, title=f"kbench eval on {device}"))
+        _wide_console().print(results_table(results, title=f"kbench eval on {device}"))
         console.print(f"results appended to {out}")
     sys.exit(EXIT_ALL_CORRECT if all(r.status == Status.CORRECT for r in results) else EXIT_SOME_NOT_CORRECT)
+
+
+@main.command("list")
+@click.option("--problems", "problems_dir", default=Path("problems"), show_default=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path), help="Folder of problem files.")
+@click.option("--solutions", "solutions_dir", default=Path("solutions"), show_default=True,
+              type=click.Path(file_okay=False, path_type=Path), help="Folder of solution files.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON instead of a table.")
+def list_command(problems_dir, solutions_dir, as_json) -> None:
+    """List problems (family, official sizes, sweep space) and the solutions paired with them."""
+    from kbench.catalog import describe_problems
+    from kbench.report import problems_table
+
+    entries = describe_problems(problems_dir, solutions_dir)
+    if as_json:
+        click.echo(json.dumps([entry.__dict__ for entry in entries], indent=2, default=str))
+    else:
+        _wide_console().print(problems_table(entries))
+
+
+def _wide_console() -> Console:
+    console = Console()
+    return console if console.is_terminal else Console(width=200)  # pipes and logs: one line per row
 
 
 def _pair(solution: Path, problems_dir: Path | None) -> Path:

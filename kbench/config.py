@@ -37,6 +37,9 @@ class RunConfig:
     target_rse: float = 0.01        # stop when both relative standard errors are below this
     time_budget_s: float = 10.0     # stop sampling after this many seconds regardless
     policy: str = STRICT_FP32       # precision policy of the check and the timed reference
+    sweep: int = 8                  # random parameter configurations checked after the official one
+    strict: bool = False            # a sweep failure makes the verdict `incorrect` (else: a flag)
+    full_size: bool = False         # on a CPU device, run official sizes instead of reduced ones
 
     def tolerance_for(self, dtype_name: str) -> tuple[float, float]:
         """(atol, rtol) for an output dtype: user overrides win over the per-dtype defaults."""

@@ -10,6 +10,8 @@ import torch
 MUTATED_INPUTS = "mutated_inputs"        # a forward call changed its input tensors
 CHANGED_SETTINGS = "changed_settings"    # TF32 / cuDNN / matmul precision / default dtype changed
 
+SWEEP_FAILED = "sweep_failed"            # noting: wrong at some random configuration of the problem
+
 REJECTING = (MUTATED_INPUTS, CHANGED_SETTINGS)
 
 

@@ -37,6 +37,14 @@ def format_speedup(value: float | None) -> Text:
     return Text(f"{value:.3g}x", style="green" if value >= 1 else "red")
 
 
+def format_sweep(result: Result) -> Text:
+    sweep = result.sweep
+    if sweep is None:
+        return Text("-")
+    text = f"{sweep.passed}/{sweep.run}" + (f" ({sweep.skipped} skipped)" if sweep.skipped else "")
+    return Text(text, style="green" if sweep.passed == sweep.run else "red")
+
+
 def short_path(path: str) -> str:
     """parent/name: enough to tell solutions/convt1d/seed000.py from solutions/convt2d/seed000.py."""
     parts = path.replace("\\", "/").split("/")
@@ -55,6 +63,7 @@ def results_table(results: list[Result], title: str | None = None) -> Table:
     table.add_column("ref ms", justify="right")
     table.add_column("cand ms", justify="right")
     table.add_column("speedup", justify="right")
+    table.add_column("sweep", justify="right")
     table.add_column("build s", justify="right")
     if show_sizes:
         table.add_column("sizes")
@@ -75,10 +84,31 @@ def results_table(results: list[Result], title: str | None = None) -> Table:
             format_ms(ref.median_ms if ref else None) + (f" ±{ref.iqr_ms / 2:.2g}" if ref and ref.count > 1 else ""),
             format_ms(cand.median_ms if cand else None) + (f" ±{cand.iqr_ms / 2:.2g}" if cand and cand.count > 1 else ""),
             format_speedup(result.speedup),
+            format_sweep(result),
             "-" if result.build_s is None else f"{result.build_s:.1f}" + (" (cached)" if result.build_reused else ""),
         ]
         if show_sizes:
             cells.append(result.sizes or "official")
         cells.append(Text(message))  # plain text: "[flags: ...]" is not rich markup
         table.add_row(*cells)
+    return table
+
+
+def problems_table(entries) -> Table:
+    """`kbench list`: one row per problem."""
+    table = Table(header_style="bold")
+    table.add_column("problem")
+    table.add_column("family")
+    table.add_column("KernelBench", overflow="fold", max_width=28)
+    table.add_column("official sizes", overflow="fold", max_width=48)
+    table.add_column("sweep space", overflow="fold", max_width=40)
+    table.add_column("solutions", overflow="fold", max_width=40)
+    for entry in entries:
+        if entry.error:
+            table.add_row(entry.name, "", "", Text(entry.error, style="red"), "", "\n".join(entry.solutions))
+            continue
+        sizes = " ".join(f"{name}={value}" for name, value in entry.sizes.items())
+        sweep = ("declared: " if entry.sweep_declared else "derived: ") + ", ".join(entry.sweep)
+        table.add_row(entry.name, entry.family, entry.kernelbench, Text(sizes), Text(sweep),
+                      Text("\n".join(entry.solutions) or "-"))
     return table

@@ -45,6 +45,14 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class SweepResult:
+    passed: int                         # configurations where the candidate matched
+    run: int                            # configurations checked (the reference accepted them)
+    skipped: int                        # configurations the reference itself rejected
+    first_failure: str | None = None    # reproducible: "stride=2 length=37: <why>"
+
+
+@dataclass(frozen=True)
 class Timing:
     samples_ms: tuple[float, ...]       # raw samples, in the order taken
     timer: str                          # "cuda-events" or "host-clock"
@@ -73,6 +81,7 @@ class Result:
     check: CheckResult | None = None       # None when the candidate never ran
     reference_timing: Timing | None = None
     candidate_timing: Timing | None = None
+    sweep: SweepResult | None = None       # random parameter sweep (None: not run)
     flags: tuple[str, ...] = ()            # guards that fired (see guards.py)
     build_s: float | None = None           # seconds spent in extension builds (None: no extension)
     build_reused: bool | None = None       # True when every extension came from the build cache
@@ -105,6 +114,8 @@ class Result:
         data = dict(data)
         if data.get("check") is not None:
             data["check"] = CheckResult(**data["check"])
+        if data.get("sweep") is not None:
+            data["sweep"] = SweepResult(**data["sweep"])
         for key in ("reference_timing", "candidate_timing"):
             if data.get(key) is not None:
                 timing = data[key]
@@ -118,6 +129,7 @@ class Result:
         check = self.check
         ref = self.reference_timing
         cand = self.candidate_timing
+        sweep = self.sweep
         return {
             "time": self.time,
             "run_id": self.run_id,
@@ -139,6 +151,10 @@ class Result:
             "cand_iqr_ms": cand.iqr_ms if cand else None,
             "cand_samples": cand.count if cand else None,
             "speedup": self.speedup,
+            "sweep_passed": sweep.passed if sweep else None,
+            "sweep_run": sweep.run if sweep else None,
+            "sweep_skipped": sweep.skipped if sweep else None,
+            "sweep_failure": sweep.first_failure if sweep else None,
             "timer": cand.timer if cand else None,
             "policy": self.policy,
             "sizes": self.sizes,

@@ -21,7 +21,7 @@ from typing import Callable
 
 from kbench.config import RunConfig
 from kbench.problem import describe_overrides
-from kbench.results import Result, Status
+from kbench.results import Result, Status, SweepResult
 from kbench.solution import Solution
 from kbench.worker import Job
 
@@ -125,25 +125,42 @@ def _run_child(problem_path, solution_path, solution, config, device, overrides,
                   log_path=str(log_path), build_only=build_only)
         job.save(scratch / "job.json")
         returncode = _spawn_and_wait(scratch / "job.json", log_path, config.timeout_s)
-        state = _read_json(Path(job.state_path)) or {}
-        if returncode is None:
-            where = "while building an extension" if state.get("building") else f"while {state.get('phase', 'starting')}"
-            return replace(base, status=Status.TIMEOUT, build_s=state.get("build_s"),
-                           message=f"no result after {config.timeout_s:g} s {where}; process group killed")
         result_data = _read_json(Path(job.result_path))
         if result_data is not None and returncode == 0:
             result = Result.from_dict(result_data)
-            return replace(result, solution=str(solution_path), solution_hash=solution.sha256,
-                           log_path=str(log_path), problem_path=str(problem_path))
-        phase = state.get("phase", "starting")
-        if returncode < 0:
-            name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
-            message = f"worker killed by {name} while {phase}"
         else:
-            last = _last_log_line(log_path)
-            message = f"worker exited with code {returncode} while {phase}" + (f": {last}" if last else "")
-        return replace(base, status=Status.CRASHED, build_s=state.get("build_s"), message=message)
+            result = _lost_worker_result(base, _read_json(Path(job.state_path)) or {}, returncode, config,
+                                         log_path)
+    return replace(result, solution=str(solution_path), solution_hash=solution.sha256, log_path=str(log_path),
+                   problem_path=str(problem_path))
 
+
+def _lost_worker_result(base: Result, state: dict, returncode: int | None, config: RunConfig,
+                        log_path: Path) -> Result:
+    """A verdict for a worker that hung or died, from what its progress file says it was doing."""
+    from kbench.worker import with_sweep_failure
+
+    phase = state.get("phase", "starting")
+    if returncode is None:
+        where = "building an extension" if state.get("building") else phase
+        what = f"no result after {config.timeout_s:g} s while {where}"
+    elif returncode < 0:
+        name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
+        what = f"worker killed by {name} while {phase}"
+    else:
+        last = _last_log_line(log_path)
+        what = f"worker exited with code {returncode} while {phase}" + (f": {last}" if last else "")
+    if phase == "sweeping" and state.get("provisional"):
+        # The official verdict was already in; only the sweep configuration being run was lost.
+        provisional = Result.from_dict(state["provisional"])
+        counts = state.get("sweep_counts") or {}
+        # The configuration that killed the worker counts as run and failed.
+        sweep = SweepResult(passed=counts.get("passed", 0), run=counts.get("run", 0) + 1,
+                            skipped=counts.get("skipped", 0), first_failure=f"{state.get('current')}: {what}")
+        return with_sweep_failure(replace(provisional, sweep=sweep), config.strict)
+    status = Status.TIMEOUT if returncode is None else Status.CRASHED
+    return replace(base, status=status, build_s=state.get("build_s"), flags=tuple(state.get("flags") or ()),
+                   message=what)
 
 def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float) -> int | None:
     """Run the worker in its own process group; kill the whole group when done or out of time.

@@ -1,8 +1,9 @@
-"""One evaluation, run in a fresh child process: load, build, check, time, write a result file.
+"""One evaluation, run in a fresh child process: load, build, check, time, sweep, write a result file.
 
 The parent (runner.py) starts `python -m kbench.worker JOB.json` with its output going to a log file
 and a wall-clock timeout. Everything the candidate can do wrong that Python can see becomes a
-status here; what Python cannot see (a segfault, a hang) the parent turns into one.
+status here; what Python cannot see (a segfault, a hang) the parent turns into one, helped by the
+progress file this worker keeps up to date.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, replace
+from itertools import islice
 from pathlib import Path
 
-# Names whose appearance in an error on a CPU-only run means the candidate needs CUDA, not that it is wrong.
+# Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
 _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
                      "Found no NVIDIA", "CUDA driver", "cuda runtime")
+# A sweep gives up drawing after this many configurations per requested one (invalid ones are skipped).
+_SWEEP_ATTEMPTS_PER_CONFIGURATION = 4
 
 
 @dataclass(frozen=True)
@@ -31,11 +35,11 @@ class Job:
     device: str                # resolved: "cpu" or "cuda:N"
     config: dict               # RunConfig.to_dict()
     result_path: str           # where the worker writes its Result as JSON
-    state_path: str            # where the worker records its phase, for the parent's messages
-    overrides: dict            # problem globals to override (empty: official sizes)
+    state_path: str            # where the worker records its progress, for the parent's messages
+    overrides: dict            # problem globals to override (empty: official, or small on a CPU)
+    run_id: str = ""
     log_path: str = ""         # the worker's stdout/stderr file (build output lands there)
     build_only: bool = False   # import the solution (building its extensions) and stop
-    run_id: str = ""
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(self.__dict__))
@@ -86,189 +90,330 @@ def run(job: Job):
 
     config = RunConfig.from_dict(job.config)
     device = torch.device(job.device)
-    state = _State(Path(job.state_path))
-    base = Result(
+    state = Progress(Path(job.state_path))
+    state.base = Result(
         problem=Path(job.problem_path).stem, solution=job.solution_path, status=Status.CRASHED,
         problem_path=job.problem_path, device=job.device, device_name=_device_name(device),
         torch_version=torch.__version__, cuda_version=torch.version.cuda or "", policy=config.policy,
         sizes=describe_overrides(job.overrides), run_id=job.run_id,
     )
-    build = BuildRecord(log_path=Path(job.log_path) if job.log_path else None)
-    state.build = build
+    build = state.build = BuildRecord(log_path=Path(job.log_path) if job.log_path else None)
     build.on_change = lambda: state.write(state.phase)
     os.environ.setdefault("TRITON_CACHE_DIR", str(config.cache_dir / "triton" / versions_tag()))
     install_build_hooks(config.cache_dir / "extensions" / versions_tag(), build)
     guards.set_strict_precision()
     try:
-        return _evaluate(job, config, device, state, build, base)
+        return _evaluate(job, config, device, state)
     except Stop as stop:
         status, message = stop.status, stop.message
         if device.type == "cpu" and status in (Status.LOAD_ERROR, Status.COMPILE_ERROR, Status.RUNTIME_ERROR) \
                 and any(text.lower() in message.lower() for text in _NO_CUDA_MESSAGES):
             status, message = Status.SKIPPED, f"needs a CUDA device ({message})"
-        return replace(base, status=status, message=message, check=state.check,
-                       build_s=_build_seconds(build), build_reused=build.all_reused,
-                       flags=tuple(state.flags), wall_s=time.monotonic() - state.started)
+        return state.finish(status=status, message=message, check=state.check)
     finally:
         state.write("done")
 
 
-def _evaluate(job, config, device, state, build, base):
+def _evaluate(job: Job, config, device, state: "Progress"):
     import torch
 
-    from kbench import check, guards, timing
-    from kbench.build import BuildError
-    from kbench.problem import load_module, overridden
-    from kbench.results import Status, Timing
+    from kbench import guards, params
+    from kbench.problem import describe_overrides, overridden
+    from kbench.results import Status
+
+    problem_module = _load_problem(job, state)
+    overrides = dict(job.overrides)
+    if device.type == "cpu" and not config.full_size and not overrides:
+        overrides = params.small_overrides(problem_module)
+    state.base = replace(state.base, sizes=describe_overrides(overrides))
+
+    expected_settings = guards.snapshot_settings()
+    solution_module = _load_solution(job, state)
+    _guard_settings(state, expected_settings, "importing the solution")
+    if job.build_only:
+        return state.finish(status=Status.BUILT)
+
+    with torch.no_grad():
+        with overridden(problem_module, overrides):
+            state.write("building models")
+            reference_model, candidate_model = _build_models(problem_module, solution_module, config.seed,
+                                                             device)
+            _guard_settings(state, expected_settings, "constructing ModelNew")
+            make_inputs = _input_maker(problem_module, device)
+            state.write("checking")
+            _check_trials(reference_model, candidate_model, make_inputs, config, device, state,
+                          expected_settings)
+            if not state.check.passed:
+                raise Stop(Status.INCORRECT, state.check.first_mismatch or "outputs differ")
+            timings = _time(reference_model, candidate_model, make_inputs(config.seed), config, device, state)
+            _guard_settings(state, expected_settings, "timing ModelNew")
+            _raise_if_rejected(state)
+        result = state.finish(status=Status.CORRECT, check=state.check, reference_timing=timings[0],
+                              candidate_timing=timings[1])
+        if config.sweep > 0:
+            state.provisional = result
+            sweep = _sweep(problem_module, solution_module, config, device, state)
+            result = state.finish(status=Status.CORRECT, check=state.check, reference_timing=timings[0],
+                                  candidate_timing=timings[1], sweep=sweep)
+            _guard_settings(state, expected_settings, "sweeping ModelNew")
+            _raise_if_rejected(state)
+            if sweep.first_failure:
+                result = with_sweep_failure(result, config.strict)
+    return result
+
+
+def with_sweep_failure(result, strict: bool):
+    """A sweep failure keeps the official verdict but flags it; --strict makes it `incorrect`."""
+    from kbench.guards import SWEEP_FAILED
+    from kbench.results import Status
+
+    flags = result.flags + ((SWEEP_FAILED,) if SWEEP_FAILED not in result.flags else ())
+    message = f"sweep failed at {result.sweep.first_failure}"
+    if strict:
+        return replace(result, status=Status.INCORRECT, flags=flags, message=message)
+    return replace(result, flags=flags, message=message)
+
+
+def _load_problem(job: Job, state: "Progress"):
+    from kbench.problem import load_module
+    from kbench.results import Status
 
     state.write("loading problem")
     try:
-        problem_module = load_module(Path(job.problem_path), "kbench_problem")
+        module = load_module(Path(job.problem_path), "kbench_problem")
     except Exception as error:
         raise Stop(Status.REFERENCE_ERROR, f"problem file failed to load: {one_line(error)}")
     for name in ("Model", "get_inputs", "get_init_inputs"):
-        if not hasattr(problem_module, name):
+        if not hasattr(module, name):
             raise Stop(Status.REFERENCE_ERROR, f"problem file defines no {name}")
+    return module
 
-    expected_settings = guards.snapshot_settings()
+
+def _load_solution(job: Job, state: "Progress"):
+    from kbench.build import BuildError
+    from kbench.problem import load_module
+    from kbench.results import Status
+
     state.write("loading solution")
     try:
-        solution_module = load_module(Path(job.solution_path), "kbench_solution")
+        module = load_module(Path(job.solution_path), "kbench_solution")
     except BuildError as error:
         raise Stop(Status.COMPILE_ERROR, str(error))
     except (Exception, SystemExit) as error:
         traceback.print_exc()
         raise Stop(Status.LOAD_ERROR, one_line(error))
-    if not isinstance(getattr(solution_module, "ModelNew", None), type):
+    if not isinstance(getattr(module, "ModelNew", None), type):
         raise Stop(Status.LOAD_ERROR, "the solution defines no ModelNew class")
-    _guard_settings(state, expected_settings, "importing the solution")
-    if job.build_only:
-        return replace(base, status=Status.BUILT, build_s=_build_seconds(build), build_reused=build.all_reused,
-                       wall_s=time.monotonic() - state.started)
+    return module
 
-    with overridden(problem_module, job.overrides), torch.no_grad():
-        state.write("building models")
-        torch.manual_seed(config.seed)
+
+def _build_models(problem_module, solution_module, seed: int, device):
+    """Model and ModelNew from the same init arguments, each built right after the same seed."""
+    import torch
+
+    from kbench.build import BuildError
+    from kbench.results import Status
+
+    torch.manual_seed(seed)
+    try:
+        init_inputs = list(problem_module.get_init_inputs())
+        reference_model = problem_module.Model(*init_inputs).to(device)
+    except Exception as error:
+        raise Stop(Status.REFERENCE_ERROR, f"reference failed to build: {one_line(error)}")
+    torch.manual_seed(seed)
+    try:
+        candidate_model = solution_module.ModelNew(*init_inputs).to(device)
+    except BuildError as error:
+        raise Stop(Status.COMPILE_ERROR, str(error))
+    except Exception as error:
+        traceback.print_exc()
+        raise Stop(Status.LOAD_ERROR, f"ModelNew(*get_init_inputs()) failed: {one_line(error)}")
+    return reference_model, candidate_model
+
+
+def _input_maker(problem_module, device):
+    import torch
+
+    def make_inputs(seed: int) -> list:
+        torch.manual_seed(seed)
+        with torch.device(device):
+            return list(problem_module.get_inputs())
+    return make_inputs
+
+
+def _call(model, inputs, device, failure_status: str, what: str):
+    """Run a forward and wait for the device, so asynchronous CUDA errors surface here."""
+    try:
+        output = model(*inputs)
+        _synchronize(device)
+        return output
+    except Exception as error:
+        traceback.print_exc()
+        raise Stop(failure_status, f"{what}{one_line(error)}")
+
+
+def _check_trials(reference_model, candidate_model, make_inputs, config, device, state, expected_settings):
+    from kbench import check, guards
+    from kbench.results import Status
+
+    outcomes = []
+    for trial in range(config.trials):
+        inputs = make_inputs(config.seed + trial)
+        candidate_inputs = _clone(inputs)
+
+        def run_candidate():
+            return _call(candidate_model, candidate_inputs, device, Status.RUNTIME_ERROR, "")
+
+        def run_reference():
+            return _call(reference_model, _clone(inputs), device, Status.REFERENCE_ERROR,
+                         "reference forward failed: ")
+
+        # Alternate who runs first, so a candidate cannot rely on the reference's leftovers.
+        if trial % 2 == 0:
+            candidate_output, reference_output = run_candidate(), run_reference()
+        else:
+            reference_output = run_reference()
+            candidate_output = run_candidate()
+        if guards.inputs_mutated(inputs, candidate_inputs):
+            state.flag(guards.MUTATED_INPUTS, "forward changed its input tensors in place")
+        _guard_settings(state, expected_settings, "calling ModelNew")
+        outcomes.append(check.compare(candidate_output, reference_output, config.tolerance_for))
+        del candidate_output, reference_output
+        state.check = check.summarise(outcomes)
+    _raise_if_rejected(state)
+
+
+def _time(reference_model, candidate_model, inputs, config, device, state):
+    """(reference Timing, candidate Timing), or (None, None) when timing is off."""
+    from kbench import timing
+    from kbench.results import Status, Timing
+
+    if not config.time:
+        return None, None
+    state.write("timing")
+    reference_inputs, candidate_inputs = _clone(inputs), _clone(inputs)
+    timer = timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
+    rule = timing.StopRule(warmup=config.warmup, min_samples=config.min_samples, max_samples=config.max_samples,
+                           target_rse=config.target_rse, budget_s=config.time_budget_s)
+    try:
+        reference_ms, candidate_ms = timing.sample_interleaved(
+            lambda: reference_model(*reference_inputs), lambda: candidate_model(*candidate_inputs), timer, rule)
+    except Exception as error:
+        raise Stop(Status.RUNTIME_ERROR, f"failed while timing: {one_line(error)}")
+    return Timing(tuple(reference_ms), timer.name), Timing(tuple(candidate_ms), timer.name)
+
+
+def _sweep(problem_module, solution_module, config, device, state):
+    """Check the candidate at random configurations of the problem's globals (small sizes).
+
+    Configurations the reference rejects (invalid combinations) are skipped and counted; draws
+    continue until `config.sweep` configurations ran or too many were drawn.
+    """
+    from kbench import params
+    from kbench.problem import describe_overrides
+    from kbench.results import SweepResult
+
+    cap = params.SMALL_INPUT_BYTES if device.type == "cpu" else params.SWEEP_INPUT_BYTES
+    configurations = params.iter_configurations(problem_module, config.seed, cap)
+    passed = run = skipped = 0
+    first_failure = None
+    for index, configuration in enumerate(islice(configurations,
+                                                 config.sweep * _SWEEP_ATTEMPTS_PER_CONFIGURATION)):
+        if run == config.sweep:
+            break
+        described = describe_overrides(configuration) or "official sizes"
+        state.sweep_counts = {"passed": passed, "run": run, "skipped": skipped}
+        state.write("sweeping", current=described)
+        outcome = _sweep_one(problem_module, solution_module, configuration, config, device,
+                             config.seed + 1000 + index)
+        if outcome == "skipped":
+            skipped += 1
+            continue
+        run += 1
+        if outcome == "passed":
+            passed += 1
+        elif first_failure is None:
+            first_failure = f"{described}: {outcome}"
+    return SweepResult(passed=passed, run=run, skipped=skipped, first_failure=first_failure)
+
+
+def _sweep_one(problem_module, solution_module, configuration, config, device, input_seed) -> str:
+    """'passed', 'skipped' (the reference itself rejects the configuration), or why it failed."""
+    from kbench import check
+    from kbench.problem import overridden
+    from kbench.results import Status
+
+    with overridden(problem_module, configuration):
         try:
-            init_inputs = list(problem_module.get_init_inputs())
-            reference_model = problem_module.Model(*init_inputs).to(device)
-        except Exception as error:
-            raise Stop(Status.REFERENCE_ERROR, f"reference failed to build: {one_line(error)}")
-        torch.manual_seed(config.seed)
+            reference_model, candidate_model = _build_models(problem_module, solution_module, config.seed, device)
+        except Stop as stop:
+            return "skipped" if stop.status == Status.REFERENCE_ERROR else stop.message
         try:
-            candidate_model = solution_module.ModelNew(*init_inputs).to(device)
-        except BuildError as error:
-            raise Stop(Status.COMPILE_ERROR, str(error))
-        except Exception as error:
-            traceback.print_exc()
-            raise Stop(Status.LOAD_ERROR, f"ModelNew(*get_init_inputs()) failed: {one_line(error)}")
-        _guard_settings(state, expected_settings, "constructing ModelNew")
-
-        def make_inputs(seed: int) -> list:
-            torch.manual_seed(seed)
-            with torch.device(device):
-                return list(problem_module.get_inputs())
-
-        def call_reference(inputs):
-            try:
-                output = reference_model(*inputs)
-                _synchronize(device)
-                return output
-            except Exception as error:
-                raise Stop(Status.REFERENCE_ERROR, f"reference forward failed: {one_line(error)}")
-
-        def call_candidate(inputs):
-            try:
-                output = candidate_model(*inputs)
-                _synchronize(device)
-                return output
-            except Exception as error:
-                traceback.print_exc()
-                raise Stop(Status.RUNTIME_ERROR, one_line(error))
-
-        state.write("checking")
-        outcomes = []
-        for trial in range(config.trials):
-            inputs = make_inputs(config.seed + trial)
-            candidate_inputs = _clone(inputs)
-            # Alternate who runs first, so a candidate cannot rely on the reference's leftovers.
-            if trial % 2 == 0:
-                candidate_output = call_candidate(candidate_inputs)
-                reference_output = call_reference(_clone(inputs))
-            else:
-                reference_output = call_reference(_clone(inputs))
-                candidate_output = call_candidate(candidate_inputs)
-            if guards.inputs_mutated(inputs, candidate_inputs):
-                state.flag(guards.MUTATED_INPUTS, "forward changed its input tensors in place")
-            _guard_settings(state, expected_settings, "calling ModelNew")
-            outcomes.append(check.compare(candidate_output, reference_output, config.tolerance_for))
-            del candidate_output, reference_output
-            state.check = check.summarise(outcomes)
-        result_check = state.check
-        if state.rejecting_flags():
-            raise Stop(Status.REJECTED, "; ".join(state.flag_messages))
-        if not result_check.passed:
-            raise Stop(Status.INCORRECT, result_check.first_mismatch or "outputs differ")
-
-        reference_timing = candidate_timing = None
-        if config.time:
-            state.write("timing")
-            inputs = make_inputs(config.seed)
-            reference_inputs, candidate_inputs = _clone(inputs), _clone(inputs)
-            timer = timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
-            rule = timing.StopRule(warmup=config.warmup, min_samples=config.min_samples,
-                                   max_samples=config.max_samples, target_rse=config.target_rse,
-                                   budget_s=config.time_budget_s)
-            try:
-                reference_ms, candidate_ms = timing.sample_interleaved(
-                    lambda: reference_model(*reference_inputs), lambda: candidate_model(*candidate_inputs),
-                    timer, rule)
-            except Exception as error:
-                raise Stop(Status.RUNTIME_ERROR, f"failed while timing: {one_line(error)}")
-            reference_timing = Timing(tuple(reference_ms), timer.name)
-            candidate_timing = Timing(tuple(candidate_ms), timer.name)
-            _guard_settings(state, expected_settings, "timing ModelNew")
-            if state.rejecting_flags():
-                raise Stop(Status.REJECTED, "; ".join(state.flag_messages))
-
-    return replace(base, status=Status.CORRECT, check=result_check, reference_timing=reference_timing,
-                   candidate_timing=candidate_timing, build_s=_build_seconds(build),
-                   build_reused=build.all_reused, flags=tuple(state.flags),
-                   wall_s=time.monotonic() - state.started)
+            inputs = _input_maker(problem_module, device)(input_seed)
+            reference_output = reference_model(*_clone(inputs))
+            _synchronize(device)
+        except Exception:
+            return "skipped"
+        try:
+            candidate_output = _call(candidate_model, _clone(inputs), device, Status.RUNTIME_ERROR, "")
+        except Stop as stop:
+            return stop.message
+        outcome = check.compare(candidate_output, reference_output, config.tolerance_for)
+        return "passed" if outcome.passed else outcome.mismatch
 
 
-class _State:
-    """The worker's progress, mirrored to a small JSON file the parent reads after a crash or hang."""
+class Progress:
+    """The worker's progress, mirrored to a small JSON file the parent reads after a crash or hang.
+
+    `provisional` holds a finished verdict while the sweep runs, so a sweep that crashes or hangs
+    the worker does not lose the official result.
+    """
 
     def __init__(self, path: Path):
         self.path = path
         self.started = time.monotonic()
         self.phase = "starting"
+        self.current = ""
+        self.base = None
         self.build = None
         self.check = None
+        self.provisional = None
+        self.sweep_counts: dict = {}
         self.flags: list[str] = []
         self.flag_messages: list[str] = []
 
-    def write(self, phase: str) -> None:
-        self.phase = phase
-        building = bool(self.build and self.build.building)
-        write_json_atomic(self.path, {"phase": phase, "building": building,
-                                      "build_s": _build_seconds(self.build) if self.build else None,
-                                      "flags": self.flags})
+    def write(self, phase: str, current: str = "") -> None:
+        self.phase, self.current = phase, current
+        build = self.build
+        write_json_atomic(self.path, {
+            "phase": phase, "current": current, "building": bool(build and build.building),
+            "build_s": _build_seconds(build), "flags": self.flags,
+            "provisional": self.provisional.to_dict() if self.provisional else None,
+            "sweep_counts": self.sweep_counts,
+        })
 
-    def flag(self, name: str, message: str | None = None) -> None:
+    def flag(self, name: str, message: str) -> None:
         if name not in self.flags:
             self.flags.append(name)
-            self.flag_messages.append(message or name.replace("_", " "))
-            self.write(self.phase)
+            self.flag_messages.append(message)
+            self.write(self.phase, self.current)
 
-    def rejecting_flags(self) -> list[str]:
-        from kbench import guards
+    def finish(self, **fields):
+        """The result so far: base fields, build record and flags, plus the given fields."""
+        build = self.build
+        return replace(self.base, build_s=_build_seconds(build), build_reused=build.all_reused if build else None,
+                       flags=tuple(self.flags), wall_s=time.monotonic() - self.started, **fields)
 
-        return [name for name in self.flags if name in guards.REJECTING]
+
+def _raise_if_rejected(state: Progress) -> None:
+    from kbench import guards
+    from kbench.results import Status
+
+    if any(name in guards.REJECTING for name in state.flags):
+        raise Stop(Status.REJECTED, "; ".join(state.flag_messages))
 
 
-def _guard_settings(state: _State, expected: dict, when: str) -> None:
+def _guard_settings(state: Progress, expected: dict, when: str) -> None:
     from kbench import guards
 
     changes = guards.changed_settings(expected, guards.snapshot_settings())
