@@ -118,3 +118,20 @@ def summarise(outcomes: list[TrialOutcome]) -> CheckResult:
         norm_err=worst(o.norm_err for o in outcomes),
         first_mismatch=(f"trial {first_failure[0]}: {first_failure[1].mismatch}" if first_failure else None),
     )
+
+
+def error_against(output, truth) -> float | None:
+    """Largest ||output - truth|| / ||truth|| over floating outputs (truth in float64); None if not comparable."""
+    outputs, truths = as_tensor_list(output), as_tensor_list(truth)
+    worst = None
+    for got, expected in zip(outputs, truths):
+        if not (isinstance(got, torch.Tensor) and isinstance(expected, torch.Tensor)) or got.shape != expected.shape:
+            return None
+        if not got.is_floating_point():
+            continue
+        expected64 = expected.detach().to(torch.float64)
+        difference = float(torch.linalg.vector_norm(got.detach().to(torch.float64) - expected64))
+        scale = float(torch.linalg.vector_norm(expected64))
+        error = difference / scale if scale > 0 else difference
+        worst = error if worst is None else max(worst, error)
+    return worst

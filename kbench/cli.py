@@ -61,6 +61,9 @@ def run_options(command):
                      help="A sweep failure makes the verdict incorrect (default: a sweep_failed flag)."),
         click.option("--full-size", is_flag=True,
                      help="On a CPU device, run official sizes instead of reduced ones."),
+        click.option("--guards/--no-guards", "guards", default=True, show_default=True,
+                     help="Anti-cheat checks that cost time (rotating timed inputs, timed-output checks, "
+                          "hidden-work, op and precision checks)."),
         click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help=f"Builds and logs [default: {default_cache_dir()}; env KBENCH_CACHE_DIR]."),
         click.option("--out", default=Path("results/results.csv"), show_default=True,
@@ -73,10 +76,10 @@ def run_options(command):
 
 
 def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budget_s, target_rse, sweep,
-                 strict, full_size, cache_dir) -> RunConfig:
+                 strict, full_size, guards, cache_dir) -> RunConfig:
     return RunConfig(device=device, trials=trials, seed=seed, atol=atol, rtol=rtol, timeout_s=timeout_s,
                      time=do_time, time_budget_s=time_budget_s, target_rse=target_rse, sweep=sweep,
-                     strict=strict, full_size=full_size, cache_dir=cache_dir or default_cache_dir())
+                     strict=strict, full_size=full_size, guards=guards, cache_dir=cache_dir or default_cache_dir())
 
 
 @main.command("eval")

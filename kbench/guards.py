@@ -1,18 +1,33 @@
 """Defences against candidates that fake correctness or speed.
 
-Each guard returns the names of the flags it raised; REJECTING flags turn a result into `rejected`.
+Flags are names. REJECTING flags turn a result into `rejected` (it never counts as correct or fast);
+NOTING flags are shown and become `incorrect` only under --strict.
 """
 
 from __future__ import annotations
 
-import torch
+import statistics
+import sys
+from typing import Callable
 
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Rejecting flags.
 MUTATED_INPUTS = "mutated_inputs"        # a forward call changed its input tensors
 CHANGED_SETTINGS = "changed_settings"    # TF32 / cuDNN / matmul precision / default dtype changed
+STALE_OUTPUT = "stale_output"            # an output inside the timing loop was wrong: memoised or skipped work
+SIDE_STREAM = "side_stream"              # work ran outside the timed stream (another stream or thread)
+HARNESS_TAMPERING = "harness_tampering"  # the candidate replaced a timer, synchronisation or comparison function
+NON_PLAIN_OUTPUT = "non_plain_output"    # an output was a Tensor subclass (lazy or lying), not a plain tensor
+# Noting flags.
+SWEEP_FAILED = "sweep_failed"            # wrong at some random configuration of the problem
+CALLS_REFERENCE_OP = "calls_reference_op"  # ran an aten op that carries the reference's work
+LOW_PRECISION = "low_precision"          # error against float64 truth >= 10x the float32 reference's
+WEAK_CHECK = "weak_check"                # reference output nearly constant or nearly zero
 
-SWEEP_FAILED = "sweep_failed"            # noting: wrong at some random configuration of the problem
-
-REJECTING = (MUTATED_INPUTS, CHANGED_SETTINGS)
+REJECTING = (MUTATED_INPUTS, CHANGED_SETTINGS, STALE_OUTPUT, SIDE_STREAM, HARNESS_TAMPERING, NON_PLAIN_OUTPUT)
+NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK)
 
 
 def set_strict_precision() -> None:
@@ -69,3 +84,157 @@ def inputs_mutated(pristine: list, used: list) -> bool:
                     if original.is_floating_point() else False):
                 return True
     return False
+
+
+# --- harness integrity -------------------------------------------------------------------------
+
+# Functions the worker's timing and checking rely on; a candidate replacing any of them is tampering.
+WATCHED_FUNCTIONS = (
+    "time.perf_counter", "time.monotonic", "time.time",
+    "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
+    "torch.cuda.Event.synchronize", "torch.cuda.current_stream", "torch.cuda.Stream.synchronize",
+    "torch.allclose", "torch.isclose", "torch.equal", "torch.isfinite", "torch.isnan", "torch.where", "torch.abs",
+    "torch.linalg.vector_norm", "torch.nan_to_num", "torch.unravel_index", "torch.manual_seed",
+    "torch.Tensor.__sub__", "torch.Tensor.__eq__", "torch.Tensor.__ne__", "torch.Tensor.__gt__", "torch.Tensor.abs",
+    "torch.Tensor.max", "torch.Tensor.any", "torch.Tensor.sum", "torch.Tensor.to", "torch.Tensor.clone",
+    "torch.Tensor.copy_", "torch.Tensor.fill_", "torch.Tensor.item", "torch.Tensor.__bool__", "torch.Tensor.__float__",
+    "torch.nn.Module.__call__", "torch.nn.Module._call_impl",
+    "kbench.check.compare", "kbench.check._compare_tensor", "kbench.timing.sample_interleaved",
+    "kbench.timing.CudaEventTimer.measure", "kbench.timing.HostTimer.measure", "kbench.guards.snapshot_settings",
+    "kbench.guards.inputs_mutated",
+)
+
+
+def _resolve(dotted: str):
+    module_name, _, rest = dotted.partition(".")
+    target = sys.modules.get(module_name)
+    for part in rest.split("."):
+        if target is None:
+            return None
+        if isinstance(target, type):
+            target = target.__dict__.get(part, getattr(target, part, None))
+        else:
+            target = getattr(target, part, None)
+            if target is None and hasattr(sys.modules.get(f"{module_name}.{part}"), "__dict__"):
+                target = sys.modules[f"{module_name}.{part}"]
+        module_name = f"{module_name}.{part}"
+    return target
+
+
+class HarnessSnapshot:
+    """Identities of the functions the worker relies on, taken before the candidate is imported."""
+
+    def __init__(self):
+        # The first dispatch mode makes torch wrap a few functions (torch.manual_seed among them)
+        # once; do that now, so the snapshot holds the wrapped versions and only the candidate's
+        # replacements count.
+        record_ops(lambda: torch.zeros(1) + 1)
+        self.objects = {name: _resolve(name) for name in WATCHED_FUNCTIONS}
+
+    def changed(self) -> list[str]:
+        return [name for name, original in self.objects.items() if _resolve(name) is not original]
+
+
+# --- outputs -----------------------------------------------------------------------------------
+
+def non_plain_outputs(output) -> list[str]:
+    """Types of outputs that are tensors but not plain torch.Tensor (or nn.Parameter)."""
+    values = output if isinstance(output, (tuple, list)) else [output]
+    return [type(value).__name__ for value in values
+            if isinstance(value, torch.Tensor) and type(value) not in (torch.Tensor, torch.nn.Parameter)]
+
+
+def poison(output) -> None:
+    """Fill floating outputs with NaN before they are freed: memory a later candidate reuses without
+    writing then reads NaN, not the reference's answer."""
+    values = output if isinstance(output, (tuple, list)) else [output]
+    for value in values:
+        if type(value) is torch.Tensor and value.is_floating_point():
+            value.detach().fill_(float("nan"))
+
+
+def weak_check_reason(reference_output, tolerance_for: Callable[[str], tuple[float, float]]) -> str | None:
+    """Why the tolerance says little about this reference output (nearly zero or nearly constant)."""
+    values = reference_output if isinstance(reference_output, (tuple, list)) else [reference_output]
+    for index, value in enumerate(values):
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() < 2:
+            continue
+        atol, rtol = tolerance_for(str(value.dtype).removeprefix("torch."))
+        finite = value[torch.isfinite(value)].double()
+        if finite.numel() < 2:
+            continue
+        largest, spread = float(finite.abs().max()), float(finite.max() - finite.min())
+        if largest <= atol:
+            return f"reference output {index} is nearly zero (max |ref| = {largest:.2g} <= atol)"
+        if spread <= atol + rtol * largest:
+            return f"reference output {index} is nearly constant (spread {spread:.2g} within tolerance)"
+    return None
+
+
+# A candidate's error against float64 truth this many times the float32 reference's is lower precision.
+LOW_PRECISION_RATIO = 10.0
+# ...and only when that error is large enough to matter at all.
+LOW_PRECISION_MIN_ERROR = 1e-6
+
+
+# --- work outside the timed stream -------------------------------------------------------------
+
+# Wall time beyond the events (after the reference's own overhead is taken off) that counts as hidden.
+HIDDEN_WORK_MIN_MS = 0.05
+HIDDEN_WORK_FRACTION = 0.5
+
+
+def hidden_work_message(reference_ms: list[float], reference_wall_ms: list[float],
+                        candidate_ms: list[float], candidate_wall_ms: list[float]) -> str | None:
+    """Compare event time with time until the whole device was idle, per side.
+
+    A kernel launched on the timed stream is inside the events; work left running on another stream
+    or thread is not, but the device-wide wait after each call still waits for it. The reference's
+    own gap (sync and launch overhead) is the baseline.
+    """
+    if not candidate_ms or not reference_ms:
+        return None
+    baseline = statistics.median(w - t for t, w in zip(reference_ms, reference_wall_ms))
+    hidden = statistics.median(w - t for t, w in zip(candidate_ms, candidate_wall_ms)) - baseline
+    timed = statistics.median(candidate_ms)
+    if hidden > HIDDEN_WORK_MIN_MS and hidden > HIDDEN_WORK_FRACTION * timed:
+        return (f"work outside the timed stream: the device stayed busy {hidden:.3g} ms beyond the "
+                f"{timed:.3g} ms the events saw")
+    return None
+
+
+# --- which aten ops ran ------------------------------------------------------------------------
+
+# Ops that move, allocate or reshape data: calling them is not doing the reference's work.
+UTILITY_OPS = {
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
+    "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill_", "zero_", "view",
+    "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "contiguous", "clone", "copy_", "_to_copy",
+    "to", "detach", "alias", "as_strided", "select", "slice", "squeeze", "unsqueeze", "unbind", "split",
+    "lift_fresh", "resize_", "set_", "_reshape_alias", "view_as", "flatten", "unflatten", "narrow", "split_with_sizes",
+    "is_same_size", "_local_scalar_dense", "item", "scalar_tensor", "arange", "record_stream", "cat", "stack",
+}
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records the names of the aten ops dispatched while active (from Python and C++ alike)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.add(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def record_ops(call: Callable[[], object]) -> set[str]:
+    recorder = OpRecorder()
+    with recorder:
+        call()
+    return recorder.ops
+
+
+def shared_work_ops(reference_ops: set[str], candidate_ops: set[str]) -> list[str]:
+    """The reference's work-carrying ops that the candidate ran too."""
+    return sorted((reference_ops & candidate_ops) - UTILITY_OPS)

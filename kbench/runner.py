@@ -138,7 +138,8 @@ def _run_child(problem_path, solution_path, solution, config, device, overrides,
 def _lost_worker_result(base: Result, state: dict, returncode: int | None, config: RunConfig,
                         log_path: Path) -> Result:
     """A verdict for a worker that hung or died, from what its progress file says it was doing."""
-    from kbench.worker import with_sweep_failure
+    from kbench.guards import SWEEP_FAILED
+    from kbench.worker import strict_verdict
 
     phase = state.get("phase", "starting")
     if returncode is None:
@@ -157,7 +158,9 @@ def _lost_worker_result(base: Result, state: dict, returncode: int | None, confi
         # The configuration that killed the worker counts as run and failed.
         sweep = SweepResult(passed=counts.get("passed", 0), run=counts.get("run", 0) + 1,
                             skipped=counts.get("skipped", 0), first_failure=f"{state.get('current')}: {what}")
-        return with_sweep_failure(replace(provisional, sweep=sweep), config.strict)
+        message = "; ".join(filter(None, [provisional.message, f"sweep failed at {sweep.first_failure}"]))
+        flags = tuple(dict.fromkeys(provisional.flags + (SWEEP_FAILED,)))
+        return strict_verdict(replace(provisional, sweep=sweep, flags=flags, message=message), config.strict)
     status = Status.TIMEOUT if returncode is None else Status.CRASHED
     return replace(base, status=status, build_s=state.get("build_s"), flags=tuple(state.get("flags") or ()),
                    message=what)

@@ -7,7 +7,7 @@ it with a fake clock and the GPU path uses CUDA events with an L2 flush.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from kbench import stats
@@ -19,8 +19,8 @@ MIN_SAMPLES_ALWAYS = 3
 class Timer(Protocol):
     name: str
 
-    def measure(self, call: Callable[[], object]) -> float:
-        """Run `call` once and return its duration in milliseconds."""
+    def measure(self, call: Callable[[], object]) -> tuple[float, float, object]:
+        """Run `call` once: (timed ms, wall ms until the device is idle, the call's return value)."""
 
 
 class HostTimer:
@@ -31,10 +31,11 @@ class HostTimer:
     def __init__(self, clock: Callable[[], float] = time.perf_counter):
         self.clock = clock
 
-    def measure(self, call: Callable[[], object]) -> float:
+    def measure(self, call: Callable[[], object]) -> tuple[float, float, object]:
         start = self.clock()
-        call()
-        return (self.clock() - start) * 1e3
+        output = call()
+        elapsed_ms = (self.clock() - start) * 1e3
+        return elapsed_ms, elapsed_ms, output
 
 
 class CudaEventTimer:
@@ -42,6 +43,8 @@ class CudaEventTimer:
 
     The flush writes a buffer twice the size of L2 before the start event, so neither model finds
     its inputs or weights warm in cache from the previous call; the flush itself is not timed.
+    After the end event kbench waits for the whole device, not just the timed stream, and keeps
+    that wall time too: work hidden on another stream shows up there and not in the events.
     """
 
     name = "cuda-events"
@@ -49,20 +52,24 @@ class CudaEventTimer:
     def __init__(self, device):
         import torch
 
-        self._torch = torch
+        self._event = torch.cuda.Event
+        self._synchronize = torch.cuda.synchronize
+        self._clock = time.perf_counter
+        self.device = device
         l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
         self.flush_buffer = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device=device)
 
-    def measure(self, call: Callable[[], object]) -> float:
-        torch = self._torch
+    def measure(self, call: Callable[[], object]) -> tuple[float, float, object]:
         self.flush_buffer.zero_()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
+        start = self._event(enable_timing=True)
+        end = self._event(enable_timing=True)
+        wall_start = self._clock()
         start.record()
-        call()
+        output = call()
         end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
+        self._synchronize(self.device)
+        wall_ms = (self._clock() - wall_start) * 1e3
+        return start.elapsed_time(end), wall_ms, output
 
 
 @dataclass(frozen=True)
@@ -84,17 +91,43 @@ class StopRule:
         return count >= self.min_samples and precise
 
 
-def sample_interleaved(reference: Callable[[], object], candidate: Callable[[], object],
-                       timer: Timer, rule: StopRule,
-                       clock: Callable[[], float] = time.monotonic) -> tuple[list[float], list[float]]:
+def _nothing(*_args) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a timing comparison: the timed call and untimed work around it."""
+
+    call: Callable[[], object]                           # timed
+    prepare: Callable[[], None] = _nothing               # before each call (e.g. load the next inputs)
+    inspect: Callable[[object], None] = _nothing         # after each call, given its output
+
+
+@dataclass
+class Samples:
+    ms: list[float] = field(default_factory=list)        # timed milliseconds per call
+    wall_ms: list[float] = field(default_factory=list)   # wall milliseconds until the device was idle
+
+
+def sample_interleaved(reference: Side, candidate: Side, timer: Timer, rule: StopRule,
+                       clock: Callable[[], float] = time.monotonic) -> tuple[Samples, Samples]:
     """Time reference and candidate alternately, so drift in clocks or load cancels in the ratio."""
     for _ in range(rule.warmup):
-        timer.measure(reference)
-        timer.measure(candidate)
-    reference_ms: list[float] = []
-    candidate_ms: list[float] = []
+        _measure(reference, timer)
+        _measure(candidate, timer)
+    reference_samples, candidate_samples = Samples(), Samples()
     started = clock()
-    while not rule.done(reference_ms, candidate_ms, clock() - started):
-        reference_ms.append(timer.measure(reference))
-        candidate_ms.append(timer.measure(candidate))
-    return reference_ms, candidate_ms
+    while not rule.done(reference_samples.ms, candidate_samples.ms, clock() - started):
+        for side, samples in ((reference, reference_samples), (candidate, candidate_samples)):
+            timed_ms, wall_ms = _measure(side, timer)
+            samples.ms.append(timed_ms)
+            samples.wall_ms.append(wall_ms)
+    return reference_samples, candidate_samples
+
+
+def _measure(side: Side, timer: Timer) -> tuple[float, float]:
+    side.prepare()
+    timed_ms, wall_ms, output = timer.measure(side.call)
+    side.inspect(output)
+    return timed_ms, wall_ms

@@ -82,7 +82,9 @@ def run(job: Job):
     """Evaluate one job; every failure the worker can observe becomes the result's status."""
     import torch
 
-    from kbench import guards
+    # Everything the worker checks and times with is imported before the candidate, so the harness
+    # snapshot (guards.HarnessSnapshot) holds the real functions.
+    from kbench import check, guards, params, timing  # noqa: F401
     from kbench.build import BuildRecord, install_build_hooks, versions_tag
     from kbench.config import RunConfig
     from kbench.problem import describe_overrides
@@ -127,9 +129,11 @@ def _evaluate(job: Job, config, device, state: "Progress"):
         overrides = params.small_overrides(problem_module)
     state.base = replace(state.base, sizes=describe_overrides(overrides))
 
-    expected_settings = guards.snapshot_settings()
+    # Taken before the candidate is imported: what settings and harness functions must stay as they are.
+    state.expected_settings = guards.snapshot_settings()
+    state.harness = guards.HarnessSnapshot()
     solution_module = _load_solution(job, state)
-    _guard_settings(state, expected_settings, "importing the solution")
+    _guard(state, "importing the solution")
     if job.build_only:
         return state.finish(status=Status.BUILT)
 
@@ -138,40 +142,36 @@ def _evaluate(job: Job, config, device, state: "Progress"):
             state.write("building models")
             reference_model, candidate_model = _build_models(problem_module, solution_module, config.seed,
                                                              device)
-            _guard_settings(state, expected_settings, "constructing ModelNew")
+            _guard(state, "constructing ModelNew")
             make_inputs = _input_maker(problem_module, device)
             state.write("checking")
-            _check_trials(reference_model, candidate_model, make_inputs, config, device, state,
-                          expected_settings)
+            _check_trials(reference_model, candidate_model, make_inputs, config, device, state)
             if not state.check.passed:
                 raise Stop(Status.INCORRECT, state.check.first_mismatch or "outputs differ")
-            timings = _time(reference_model, candidate_model, make_inputs(config.seed), config, device, state)
-            _guard_settings(state, expected_settings, "timing ModelNew")
-            _raise_if_rejected(state)
-        result = state.finish(status=Status.CORRECT, check=state.check, reference_timing=timings[0],
-                              candidate_timing=timings[1])
+            if config.guards:
+                _note_reference_ops(reference_model, candidate_model, make_inputs(config.seed), device, state)
+            timings = _time(reference_model, candidate_model, make_inputs, config, device, state)
+            _guard(state, "timing ModelNew")
+        state.provisional = state.finish(status=Status.CORRECT, check=state.check, reference_timing=timings[0],
+                                         candidate_timing=timings[1], message="; ".join(state.flag_messages))
+        sweep = None
         if config.sweep > 0:
-            state.provisional = result
             sweep = _sweep(problem_module, solution_module, config, device, state)
-            result = state.finish(status=Status.CORRECT, check=state.check, reference_timing=timings[0],
-                                  candidate_timing=timings[1], sweep=sweep)
-            _guard_settings(state, expected_settings, "sweeping ModelNew")
-            _raise_if_rejected(state)
             if sweep.first_failure:
-                result = with_sweep_failure(result, config.strict)
-    return result
+                state.flag(guards.SWEEP_FAILED, f"sweep failed at {sweep.first_failure}")
+            _guard(state, "sweeping ModelNew")
+    result = state.finish(status=Status.CORRECT, check=state.check, reference_timing=timings[0],
+                          candidate_timing=timings[1], sweep=sweep, message="; ".join(state.flag_messages))
+    return strict_verdict(result, config.strict)
 
 
-def with_sweep_failure(result, strict: bool):
-    """A sweep failure keeps the official verdict but flags it; --strict makes it `incorrect`."""
-    from kbench.guards import SWEEP_FAILED
+def strict_verdict(result, strict: bool):
+    """Noting flags (sweep failure, reference op, low precision, weak check) fail a result only under --strict."""
     from kbench.results import Status
 
-    flags = result.flags + ((SWEEP_FAILED,) if SWEEP_FAILED not in result.flags else ())
-    message = f"sweep failed at {result.sweep.first_failure}"
-    if strict:
-        return replace(result, status=Status.INCORRECT, flags=flags, message=message)
-    return replace(result, flags=flags, message=message)
+    if strict and result.status == Status.CORRECT and result.flags:
+        return replace(result, status=Status.INCORRECT)
+    return result
 
 
 def _load_problem(job: Job, state: "Progress"):
@@ -252,7 +252,7 @@ def _call(model, inputs, device, failure_status: str, what: str):
         raise Stop(failure_status, f"{what}{one_line(error)}")
 
 
-def _check_trials(reference_model, candidate_model, make_inputs, config, device, state, expected_settings):
+def _check_trials(reference_model, candidate_model, make_inputs, config, device, state):
     from kbench import check, guards
     from kbench.results import Status
 
@@ -274,33 +274,187 @@ def _check_trials(reference_model, candidate_model, make_inputs, config, device,
         else:
             reference_output = run_reference()
             candidate_output = run_candidate()
+        _guard(state, "calling ModelNew")
+        _guard_output(state, candidate_output)
         if guards.inputs_mutated(inputs, candidate_inputs):
             state.flag(guards.MUTATED_INPUTS, "forward changed its input tensors in place")
-        _guard_settings(state, expected_settings, "calling ModelNew")
-        outcomes.append(check.compare(candidate_output, reference_output, config.tolerance_for))
-        del candidate_output, reference_output
+        _raise_if_rejected(state)
+        outcome = check.compare(candidate_output, reference_output, config.tolerance_for)
+        outcomes.append(outcome)
         state.check = check.summarise(outcomes)
-    _raise_if_rejected(state)
+        if trial == 0 and outcome.passed and config.guards:
+            weak = guards.weak_check_reason(reference_output, config.tolerance_for)
+            if weak:
+                state.flag(guards.WEAK_CHECK, weak)
+            _note_low_precision(reference_model, inputs, reference_output, candidate_output, state)
+        guards.poison(reference_output)  # freed reference memory must not hold the answer for the next call
+        del candidate_output, reference_output
 
 
-def _time(reference_model, candidate_model, inputs, config, device, state):
-    """(reference Timing, candidate Timing), or (None, None) when timing is off."""
-    from kbench import timing
+def _guard_output(state, output) -> None:
+    from kbench import guards
+
+    odd_types = guards.non_plain_outputs(output)
+    if odd_types:
+        state.flag(guards.NON_PLAIN_OUTPUT, f"returned {', '.join(odd_types)} instead of a plain torch.Tensor")
+
+
+def _note_reference_ops(reference_model, candidate_model, inputs, device, state) -> None:
+    """Noting flag when the candidate runs the aten ops that carry the reference's work."""
+    from kbench import guards
+    from kbench.results import Status
+
+    reference_ops = guards.record_ops(lambda: reference_model(*_clone(inputs)))
+    candidate_ops = guards.record_ops(
+        lambda: _call(candidate_model, _clone(inputs), device, Status.RUNTIME_ERROR, ""))
+    shared = guards.shared_work_ops(reference_ops, candidate_ops)
+    if shared:
+        state.flag(guards.CALLS_REFERENCE_OP, f"calls the reference's own op(s): {', '.join('aten.' + op for op in shared)}")
+
+
+def _note_low_precision(reference_model, inputs, reference_output, candidate_output, state) -> None:
+    """Noting flag when the candidate's error against a float64 truth is 10x the float32 reference's."""
+    import copy
+
+    import torch
+
+    from kbench import check, guards
+
+    try:
+        truth_model = copy.deepcopy(reference_model).double()
+        truth = truth_model(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                              for x in inputs])
+    except Exception as error:  # some ops have no float64 kernel: then there is no truth to compare with
+        print(f"kbench: no float64 truth for the precision check ({one_line(error)})", flush=True)
+        return
+    reference_error = check.error_against(reference_output, truth)
+    candidate_error = check.error_against(candidate_output, truth)
+    del truth, truth_model
+    if candidate_error is None or reference_error is None:
+        return
+    if candidate_error >= guards.LOW_PRECISION_MIN_ERROR and \
+            candidate_error >= guards.LOW_PRECISION_RATIO * reference_error:
+        state.flag(guards.LOW_PRECISION, f"error against float64 truth {candidate_error:.2g}, "
+                                         f"{candidate_error / max(reference_error, 1e-300):.0f}x the float32 "
+                                         f"reference's {reference_error:.2g}")
+
+
+def _time(reference_model, candidate_model, make_inputs, config, device, state):
+    """(reference Timing, candidate Timing), or (None, None) when timing is off.
+
+    With guards on, timed calls rotate through several input sets loaded into the same buffers, the
+    candidate's outputs are checked against the reference's for those inputs (a random sample of
+    calls when outputs are large), and reference outputs are poisoned before they are freed.
+    """
+    import torch
+
+    from kbench import guards, timing
     from kbench.results import Status, Timing
 
     if not config.time:
         return None, None
     state.write("timing")
-    reference_inputs, candidate_inputs = _clone(inputs), _clone(inputs)
+    rotation = _rotation_size(make_inputs(config.seed), config, device)
+    input_sets = [make_inputs(config.seed + 100 + index) for index in range(rotation)]
+    expected = [_call(reference_model, _clone(inputs), device, Status.REFERENCE_ERROR, "reference forward failed: ")
+                for inputs in input_sets] if config.guards else []
+    reference_buffers, candidate_buffers = _clone(input_sets[0]), _clone(input_sets[0])
+    checker = _TimedOutputChecker(expected, config, state) if config.guards else None
+
+    def loader(buffers):
+        position = {"next": 0}
+
+        def load():
+            index = position["next"] % rotation
+            position["next"] += 1
+            for buffer, source in zip(buffers, input_sets[index]):
+                if isinstance(buffer, torch.Tensor):
+                    buffer.copy_(source)
+            if buffers is candidate_buffers and checker:
+                checker.current = index
+        return load
+
+    reference = timing.Side(lambda: reference_model(*reference_buffers), prepare=loader(reference_buffers),
+                            inspect=guards.poison if config.guards else timing._nothing)
+    candidate = timing.Side(lambda: candidate_model(*candidate_buffers), prepare=loader(candidate_buffers),
+                            inspect=checker.inspect if checker else timing._nothing)
     timer = timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
     rule = timing.StopRule(warmup=config.warmup, min_samples=config.min_samples, max_samples=config.max_samples,
                            target_rse=config.target_rse, budget_s=config.time_budget_s)
     try:
-        reference_ms, candidate_ms = timing.sample_interleaved(
-            lambda: reference_model(*reference_inputs), lambda: candidate_model(*candidate_inputs), timer, rule)
+        reference_samples, candidate_samples = timing.sample_interleaved(reference, candidate, timer, rule)
+    except Stop:
+        raise
     except Exception as error:
         raise Stop(Status.RUNTIME_ERROR, f"failed while timing: {one_line(error)}")
-    return Timing(tuple(reference_ms), timer.name), Timing(tuple(candidate_ms), timer.name)
+    _raise_if_rejected(state)
+    if config.guards and device.type == "cuda":
+        hidden = guards.hidden_work_message(reference_samples.ms, reference_samples.wall_ms,
+                                            candidate_samples.ms, candidate_samples.wall_ms)
+        if hidden:
+            state.flag(guards.SIDE_STREAM, hidden)
+    return Timing(tuple(reference_samples.ms), timer.name), Timing(tuple(candidate_samples.ms), timer.name)
+
+
+# Timed outputs up to this size are all checked; larger ones on a random sample of calls.
+_CHECK_EVERY_CALL_BYTES = 64 << 20
+_CHECK_PROBABILITY = 0.25
+
+
+class _TimedOutputChecker:
+    """Checks outputs produced inside the timing loop against the reference for the same inputs."""
+
+    def __init__(self, expected: list, config, state):
+        import random
+
+        self.expected = expected
+        self.config = config
+        self.state = state
+        self.current = 0
+        self.calls = 0
+        # Unpredictable to the candidate: it cannot tell which calls are checked.
+        self.random = random.Random(int.from_bytes(os.urandom(8), "little"))
+        sizes = [_output_bytes(output) for output in expected]
+        self.check_all = max(sizes, default=0) <= _CHECK_EVERY_CALL_BYTES
+
+    def inspect(self, output) -> None:
+        from kbench import check, guards
+        from kbench.results import Status
+
+        self.calls += 1
+        if not (self.check_all or self.calls <= 2 or self.random.random() < _CHECK_PROBABILITY):
+            return
+        _guard_output(self.state, output)
+        _raise_if_rejected(self.state)
+        outcome = check.compare(output, self.expected[self.current], self.config.tolerance_for)
+        if not outcome.passed:
+            self.state.flag(guards.STALE_OUTPUT, f"timed call {self.calls} returned a wrong output for its "
+                                                 f"inputs (memoised or skipped work): {outcome.mismatch}")
+            raise Stop(Status.REJECTED, "; ".join(self.state.flag_messages))
+
+
+def _output_bytes(output) -> int:
+    import torch
+
+    values = output if isinstance(output, (tuple, list)) else [output]
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def _rotation_size(inputs: list, config, device) -> int:
+    """How many input sets the timing loop rotates through: 3, fewer when memory is tight."""
+    import torch
+
+    if not config.guards:
+        return 1
+    if device.type != "cuda":
+        return 3
+    input_bytes = _output_bytes(inputs)
+    free_bytes, _ = torch.cuda.mem_get_info(device)
+    for count in (3, 2):
+        # Input sets plus their expected outputs (assume outputs as large as inputs) and two buffers.
+        if (2 * count + 4) * input_bytes < 0.6 * free_bytes:
+            return count
+    return 1
 
 
 def _sweep(problem_module, solution_module, config, device, state):
@@ -379,6 +533,8 @@ class Progress:
         self.check = None
         self.provisional = None
         self.sweep_counts: dict = {}
+        self.expected_settings: dict = {}
+        self.harness = None
         self.flags: list[str] = []
         self.flag_messages: list[str] = []
 
@@ -413,13 +569,18 @@ def _raise_if_rejected(state: Progress) -> None:
         raise Stop(Status.REJECTED, "; ".join(state.flag_messages))
 
 
-def _guard_settings(state: Progress, expected: dict, when: str) -> None:
+def _guard(state: Progress, when: str) -> None:
+    """Global settings and harness functions must be as they were before the candidate was imported."""
     from kbench import guards
 
-    changes = guards.changed_settings(expected, guards.snapshot_settings())
+    changes = guards.changed_settings(state.expected_settings, guards.snapshot_settings())
     if changes:
         state.flag(guards.CHANGED_SETTINGS, f"global settings changed while {when}: {', '.join(changes)}")
-        guards.restore_settings(expected)
+        guards.restore_settings(state.expected_settings)
+    tampered = state.harness.changed()
+    if tampered:
+        state.flag(guards.HARNESS_TAMPERING, f"replaced {', '.join(tampered)} while {when}")
+    _raise_if_rejected(state)
 
 
 def _build_seconds(build) -> float | None:

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from kbench import stats
-from kbench.timing import HostTimer, StopRule, sample_interleaved
+from kbench.timing import HostTimer, Side, StopRule, sample_interleaved
 
 
 def test_median_iqr_rse():
@@ -44,7 +44,8 @@ def make_call(clock, durations_s):
 def test_host_timer_measures_the_call_in_ms():
     clock = FakeClock()
     timer = HostTimer(clock=clock)
-    assert timer.measure(make_call(clock, [0.25])) == pytest.approx(250.0)
+    timed_ms, wall_ms, _ = timer.measure(make_call(clock, [0.25]))
+    assert timed_ms == pytest.approx(250.0) and wall_ms == timed_ms
 
 
 def test_sampling_stops_when_precise_and_interleaves():
@@ -60,7 +61,9 @@ def test_sampling_stops_when_precise_and_interleaves():
         clock.now += 0.001
 
     rule = StopRule(warmup=2, min_samples=5, max_samples=100, target_rse=0.01, budget_s=100)
-    reference_ms, candidate_ms = sample_interleaved(reference, candidate, HostTimer(clock), rule, clock=clock)
+    reference_samples, candidate_samples = sample_interleaved(Side(reference), Side(candidate), HostTimer(clock),
+                                                              rule, clock=clock)
+    reference_ms, candidate_ms = reference_samples.ms, candidate_samples.ms
     # Constant durations: zero spread, so sampling stops at min_samples.
     assert len(reference_ms) == len(candidate_ms) == 5
     assert reference_ms[0] == pytest.approx(2.0) and candidate_ms[0] == pytest.approx(1.0)
@@ -73,7 +76,8 @@ def test_sampling_stops_at_budget_with_noisy_samples():
     reference = make_call(clock, [0.001, 0.009] * 10_000)
     candidate = make_call(clock, [0.009, 0.001] * 10_000)
     rule = StopRule(warmup=0, min_samples=5, max_samples=10_000, target_rse=1e-6, budget_s=0.5)
-    reference_ms, _ = sample_interleaved(reference, candidate, HostTimer(clock), rule, clock=clock)
+    reference_samples, _ = sample_interleaved(Side(reference), Side(candidate), HostTimer(clock), rule, clock=clock)
+    reference_ms = reference_samples.ms
     # Each round costs 10 ms of fake time: the 0.5 s budget allows about 50 rounds.
     assert 45 <= len(reference_ms) <= 55
 
@@ -85,5 +89,25 @@ def test_sampling_takes_a_minimum_even_when_budget_is_spent():
         clock.now += 10.0
 
     rule = StopRule(warmup=0, min_samples=10, max_samples=100, target_rse=0.01, budget_s=0.1)
-    reference_ms, candidate_ms = sample_interleaved(slow, slow, HostTimer(clock), rule, clock=clock)
-    assert len(reference_ms) == len(candidate_ms) == 3
+    reference_samples, candidate_samples = sample_interleaved(Side(slow), Side(slow), HostTimer(clock), rule,
+                                                              clock=clock)
+    assert len(reference_samples.ms) == len(candidate_samples.ms) == 3
+
+
+def test_prepare_and_inspect_run_around_every_call_untimed():
+    clock = FakeClock()
+    seen = []
+
+    def prepare():
+        clock.now += 5.0  # untimed work must not show in the samples
+        seen.append("prepare")
+
+    def call():
+        clock.now += 0.001
+        return "output"
+
+    side = Side(call, prepare=prepare, inspect=lambda output: seen.append(output))
+    rule = StopRule(warmup=1, min_samples=3, max_samples=3, target_rse=1.0, budget_s=1e9)
+    samples, _ = sample_interleaved(side, Side(call), HostTimer(clock), rule, clock=clock)
+    assert samples.ms == pytest.approx([1.0, 1.0, 1.0])
+    assert seen == ["prepare", "output"] * 4
