@@ -14,3 +14,4 @@ python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest_gpu.txt"
 python3 -m kbench eval solutions/convt1d/*.py solutions/convt1d.py solutions/convt1d_dilated/*.py \
     solutions/convt2d_asym/*.py --out "$OUT/eval.csv" 2>&1 | tee "$OUT/eval.txt"
 python3 bench/reference_times.py --csv "$OUT/reference_times.csv" 2>&1 | tee "$OUT/reference_times.txt"
+python3 bench/guard_overhead.py --csv "$OUT/guard_overhead.csv" 2>&1 | tee "$OUT/guard_overhead.txt"

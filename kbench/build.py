@@ -102,7 +102,10 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
     def build(*args, **kwargs):
         # Argument errors (an unknown keyword, a missing source) are the candidate's load errors,
         # raised exactly as torch would raise them, before any compiler runs.
-        bound = signature.bind(*args, **kwargs)
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return real(*args, **kwargs)  # raises torch's own TypeError, before any compiler runs
         bound.apply_defaults()
         folder = root / _extension_key(bound.arguments)
         if not bound.arguments.get("build_directory"):

@@ -492,7 +492,9 @@ def _sweep(problem_module, solution_module, config, device, state):
 
 
 def _sweep_one(problem_module, solution_module, configuration, config, device, input_seed) -> str:
-    """'passed', 'skipped' (the reference itself rejects the configuration), or why it failed."""
+    """'passed', 'skipped' (the reference rejects the configuration or returns nothing), or why it failed."""
+    import torch
+
     from kbench import check
     from kbench.problem import overridden
     from kbench.results import Status
@@ -508,6 +510,9 @@ def _sweep_one(problem_module, solution_module, configuration, config, device, i
             _synchronize(device)
         except Exception:
             return "skipped"
+        if all(isinstance(value, torch.Tensor) and value.numel() == 0
+               for value in check.as_tensor_list(reference_output)):
+            return "skipped"  # a degenerate configuration: nothing to compare
         try:
             candidate_output = _call(candidate_model, _clone(inputs), device, Status.RUNTIME_ERROR, "")
         except Stop as stop:

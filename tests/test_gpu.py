@@ -63,6 +63,48 @@ def test_correct_seeds_are_slower_than_the_reference(seed_results, solution):
         assert 0.7 * recorded < result.reference_timing.median_ms < 1.3 * recorded
 
 
+def test_honest_seeds_carry_no_rejecting_flag(seed_results):
+    from kbench.guards import REJECTING
+
+    for solution, _, status, _ in EXPECTED:
+        if status == Status.CORRECT:
+            assert not set(seed_results[solution].flags) & set(REJECTING), solution
+    assert seed_results["convt1d.py"].flags == ()
+
+
+CHEATS = REPO / "tests" / "fixtures" / "cheats"
+AXPY = REPO / "tests" / "fixtures" / "problems" / "axpy.py"
+CONVT_SMALL = CHEATS / "problems" / "convt1d_small.py"
+# (fixture, problem, acceptable verdicts, flag that must be present or None)
+GPU_CHEATS = [
+    ("side_stream.py", AXPY, {Status.REJECTED}, "side_stream"),
+    ("thread_side.py", AXPY, {Status.REJECTED, Status.INCORRECT}, None),
+    ("uninit_reuse.py", AXPY, {Status.INCORRECT, Status.REJECTED}, None),
+    ("honest_two_streams.py", AXPY, {Status.CORRECT}, None),
+    ("honest_cuda_kernel.py", CONVT_SMALL, {Status.CORRECT}, None),
+]
+
+
+@pytest.fixture(scope="module")
+def cheat_results(tmp_path_factory):
+    cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-cheats"))
+    config = RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=2.0)
+    results = evaluate_all([(problem, CHEATS / name) for name, problem, _, _ in GPU_CHEATS], config)
+    return {name: result for (name, *_), result in zip(GPU_CHEATS, results)}
+
+
+@pytest.mark.parametrize("name, problem, statuses, flag", GPU_CHEATS)
+def test_gpu_cheats_are_caught_and_honest_kernels_pass(cheat_results, name, problem, statuses, flag):
+    from kbench.guards import REJECTING
+
+    result = cheat_results[name]
+    assert result.status in statuses, (result.status, result.message)
+    if flag:
+        assert flag in result.flags, result.message
+    if statuses == {Status.CORRECT}:
+        assert not set(result.flags) & set(REJECTING), result.flags
+
+
 def test_compile_error_names_the_redeclared_variable(seed_results):
     result = seed_results["convt1d/seed001_convt1d.py"]
     assert "error" in result.message and "threadsPerBlock" in result.message

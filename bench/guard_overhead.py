@@ -1,0 +1,64 @@
+"""Wall time of a kbench evaluation with guards on versus off, for correct solutions.
+
+    PYTHONPATH=$PWD python3 bench/guard_overhead.py [--repeats 2] [--csv out.csv]
+
+Each evaluation is a real `kbench.runner.evaluate` in a fresh worker process (builds cached first),
+with the parameter sweep off (it is not a guard). Prints the median wall time per setting and the
+overhead of the guards in percent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from kbench.config import RunConfig
+from kbench.runner import evaluate
+
+CASES = [
+    ("problems/convt1d.py", "solutions/convt1d.py"),
+    ("problems/convt1d_dilated.py", "solutions/convt1d_dilated/general.py"),
+    ("problems/convt2d_asym.py", "solutions/convt2d_asym/general.py"),
+    ("tests/fixtures/cheats/problems/convt1d_small.py", "tests/fixtures/cheats/honest_cuda_kernel.py"),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--csv", type=Path, default=None)
+    args = parser.parse_args()
+    config = RunConfig(device=args.device, sweep=0)
+    rows = []
+    for problem, solution in CASES:
+        evaluate(Path(problem), Path(solution), replace(config, time=False, trials=1), build_only=True)
+        walls = {True: [], False: []}
+        statuses = set()
+        for _ in range(args.repeats):
+            for guards_on in (False, True):
+                result = evaluate(Path(problem), Path(solution), replace(config, guards=guards_on))
+                walls[guards_on].append(result.wall_s)
+                statuses.add(f"{result.status}{'+' + ','.join(result.flags) if result.flags else ''}")
+        off, on = statistics.median(walls[False]), statistics.median(walls[True])
+        rows.append({"solution": solution, "status": " ".join(sorted(statuses)), "guards_off_s": round(off, 2),
+                     "guards_on_s": round(on, 2), "overhead_pct": round(100 * (on - off) / off, 1)})
+        print(rows[-1], flush=True)
+    print(f"\n{'solution':48} {'status':24} {'guards off s':>12} {'guards on s':>12} {'overhead':>9}")
+    for row in rows:
+        print(f"{row['solution']:48} {row['status']:24} {row['guards_off_s']:>12} {row['guards_on_s']:>12} "
+              f"{row['overhead_pct']:>8}%")
+    if args.csv:
+        with args.csv.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

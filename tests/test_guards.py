@@ -1,0 +1,90 @@
+"""Adversarial fixtures: each way of faking correctness or speed gets its flag; honest kernels get none.
+
+CPU cheats run here end to end; the GPU-only ones (side streams, uninitialised memory) are in
+test_gpu.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kbench import guards
+from kbench.results import Status
+from kbench.runner import evaluate
+
+from conftest import FIXTURES, PROBLEMS
+
+CHEATS = FIXTURES / "cheats"
+AXPY = PROBLEMS / "axpy.py"
+CONVT = CHEATS / "problems" / "convt1d_small.py"
+NEAR_CONSTANT = CHEATS / "problems" / "near_constant.py"
+
+_results: dict = {}
+
+
+def judged(config, solution: str, problem):
+    key = (solution, problem)
+    if key not in _results:
+        _results[key] = evaluate(problem, CHEATS / solution, config)
+    return _results[key]
+
+
+@pytest.mark.parametrize("solution, problem, flag", [
+    ("memo_pointer.py", AXPY, guards.STALE_OUTPUT),
+    ("memo_call_count.py", AXPY, guards.STALE_OUTPUT),
+    ("skip_after_warmup.py", CONVT, guards.STALE_OUTPUT),
+    ("tf32_flip.py", CONVT, guards.CHANGED_SETTINGS),
+    ("default_dtype.py", AXPY, guards.CHANGED_SETTINGS),
+    ("patch_sync.py", AXPY, guards.HARNESS_TAMPERING),
+    ("patch_compare.py", AXPY, guards.HARNESS_TAMPERING),
+    ("lazy_subclass.py", AXPY, guards.NON_PLAIN_OUTPUT),
+    ("input_scribble.py", AXPY, guards.MUTATED_INPUTS),
+])
+def test_cheat_is_rejected_with_its_flag(cpu_config, solution, problem, flag):
+    result = judged(cpu_config, solution, problem)
+    assert result.status == Status.REJECTED, (result.status, result.message)
+    assert flag in result.flags
+    assert result.message  # says what was caught
+
+
+@pytest.mark.parametrize("solution, problem, flag", [
+    ("library_op.py", CONVT, guards.CALLS_REFERENCE_OP),
+    ("fallback_op.py", CONVT, guards.CALLS_REFERENCE_OP),
+    ("low_precision.py", CONVT, guards.LOW_PRECISION),
+    ("constant_answer.py", NEAR_CONSTANT, guards.WEAK_CHECK),
+])
+def test_noting_flag_keeps_the_verdict_and_strict_fails_it(cpu_config, solution, problem, flag):
+    result = judged(cpu_config, solution, problem)
+    assert result.status == Status.CORRECT, result.message
+    assert flag in result.flags and not set(result.flags) & set(guards.REJECTING)
+    assert result.speedup is not None
+    strict = evaluate(problem, CHEATS / solution, replace(cpu_config, strict=True, sweep=0, time=False))
+    assert strict.status == Status.INCORRECT and flag in strict.flags
+
+
+def test_reference_op_note_names_the_op(cpu_config):
+    assert "aten.convolution" in judged(cpu_config, "library_op.py", CONVT).message
+
+
+def test_honest_kernel_gets_no_flags(cpu_config):
+    result = judged(cpu_config, "honest_cpp.py", CONVT)
+    assert result.status == Status.CORRECT, result.message
+    assert result.flags == ()
+    assert result.sweep.passed == result.sweep.run
+
+
+def test_guards_off_times_a_memoiser_without_noticing(cpu_config):
+    """Shows what the timing guards buy: with them off, a memoiser is judged correct."""
+    result = evaluate(AXPY, CHEATS / "memo_pointer.py", replace(cpu_config, guards=False, sweep=0))
+    assert result.status == Status.CORRECT
+
+
+def test_hidden_work_check_flags_only_work_beyond_the_events():
+    honest = guards.hidden_work_message([1.0] * 5, [1.03] * 5, [0.5] * 5, [0.53] * 5)
+    assert honest is None
+    hidden = guards.hidden_work_message([1.0] * 5, [1.03] * 5, [0.01] * 5, [0.8] * 5)
+    assert hidden and "outside the timed stream" in hidden
+    tiny = guards.hidden_work_message([0.01] * 5, [0.03] * 5, [0.005] * 5, [0.05] * 5)
+    assert tiny is None  # under the absolute floor: launch noise, not hidden work
