@@ -5,7 +5,8 @@
 #             with the sweep on (the table for the notes);
 #   timing:   every problem's reference at official size (strict float32 and PyTorch defaults),
 #             and the guards' overhead per evaluation.
-# Usage: OUT=/some/dir bash bench/gpu_check.sh [verdicts|timing|all]   (outputs land in $OUT)
+#   cheats:   `kbench eval` of the adversarial fixtures that run on CUDA (the table for the notes);
+# Usage: OUT=/some/dir bash bench/gpu_check.sh [verdicts|cheats|timing|all]   (outputs land in $OUT)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KBENCH_CACHE_DIR=${KBENCH_CACHE_DIR:-/tmp/kbench-cache}
@@ -17,6 +18,18 @@ if [[ $part == verdicts || $part == all ]]; then
     python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest_gpu.txt"
     python3 -m kbench eval solutions/convt1d/*.py solutions/convt1d.py solutions/convt1d_dilated/*.py \
         solutions/convt2d_asym/*.py --out "$OUT/eval.csv" 2>&1 | tee "$OUT/eval.txt"
+fi
+if [[ $part == cheats || $part == all ]]; then
+    C=tests/fixtures/cheats
+    python3 -m kbench eval --sweep 0 --time-budget 2 --problem tests/fixtures/problems/axpy.py $C/memo_pointer.py \
+        $C/memo_call_count.py $C/default_dtype.py $C/patch_sync.py $C/patch_compare.py $C/lazy_subclass.py \
+        $C/input_scribble.py $C/side_stream.py $C/thread_side.py $C/uninit_reuse.py $C/honest_two_streams.py \
+        --out "$OUT/cheats.csv" 2>&1 | tee "$OUT/cheats.txt"
+    python3 -m kbench eval --sweep 0 --time-budget 2 --problem $C/problems/convt1d_small.py $C/skip_after_warmup.py \
+        $C/tf32_flip.py $C/library_op.py $C/low_precision.py $C/honest_cuda_kernel.py \
+        --out "$OUT/cheats.csv" 2>&1 | tee -a "$OUT/cheats.txt"
+    python3 -m kbench eval --sweep 0 --time-budget 2 --problem $C/problems/near_constant.py $C/constant_answer.py \
+        --out "$OUT/cheats.csv" 2>&1 | tee -a "$OUT/cheats.txt"
 fi
 if [[ $part == timing || $part == all ]]; then
     python3 bench/reference_times.py --csv "$OUT/reference_times.csv" 2>&1 | tee "$OUT/reference_times.txt"
