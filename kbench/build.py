@@ -23,6 +23,9 @@ _ERROR_LINE = re.compile(r"(\berror\b\s*:|: error\b|\berror [A-Z]+\d+:|undefined
                          re.IGNORECASE)
 _WRAPPER_LINE = re.compile(r"^(RuntimeError|Error building extension|subprocess\.CalledProcessError|FAILED:)")
 _ARTEFACT_SUFFIXES = (".so", ".o", ".pyd", ".dll")
+# Written into a build folder whose compile failed with a compiler error; the next build with the same
+# key fails at once from it (compile errors are cached like successful builds).
+FAILED_BUILD_LOG = "kbench_failed_build.log"
 
 
 class BuildError(RuntimeError):
@@ -112,6 +115,14 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
             bound.arguments["build_directory"] = str(folder)
         folder = Path(bound.arguments["build_directory"])
         folder.mkdir(parents=True, exist_ok=True)
+        failed_log = folder / FAILED_BUILD_LOG
+        if failed_log.is_file():
+            # Same sources, flags and versions failed to compile before: the compiler would say it again.
+            record.folders.append(str(folder))
+            record.reused.append(True)
+            log = failed_log.read_text(errors="replace")
+            print(log, flush=True)
+            raise BuildError(str(bound.arguments.get("name")), log)
         bound.arguments["verbose"] = True
         before = _artefacts(folder)
         log_offset = record.log_size()
@@ -122,6 +133,8 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
             return real(*bound.args, **bound.kwargs)
         except Exception as error:
             log = record.log_since(log_offset) + "\n" + str(error)
+            if _ERROR_LINE.search(log):  # a deterministic compiler error, not a killed or timed-out build
+                (folder / FAILED_BUILD_LOG).write_text(log)
             raise BuildError(str(bound.arguments.get("name")), log) from error
         finally:
             record.building = False

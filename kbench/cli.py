@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 
 from kbench import __version__
 from kbench.config import RunConfig, default_cache_dir
@@ -99,29 +100,194 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
     KernelBench run files level_<L>_problem_<ID>_sample_<S>_kernel.py pair with <ID>_*.py or a problem
     declaring KERNELBENCH_ID = <ID>. Each evaluation runs in its own child process.
     """
-    from kbench.runner import evaluate_all, new_run_id
+    from kbench.runner import new_run_id
+    from kbench.scheduler import run_pairs
 
     config = build_config(**options)
     device = _checked_device(config.device)
     pairs = [(problem_path or _pair(solution, problems_dir), solution) for solution in solutions]
-    console = Console(stderr=True)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True, disable=as_json) as progress:
-        building = progress.add_task("building", total=len(pairs), visible=len(pairs) > 1)
-        evaluating = progress.add_task("evaluating", total=len(pairs))
-
-        def record(result):
-            append_row(out, result.to_row())  # written the moment it exists
-            progress.advance(evaluating)
-
-        results = evaluate_all(pairs, config, device=device, run_id=new_run_id(), jobs=jobs,
-                               on_result=record, on_built=lambda result: progress.advance(building))
+    results = _run_with_progress(pairs, config, [device], jobs, out, as_json)
     if as_json:
         click.echo(json.dumps([result.to_row() for result in results], indent=2))
     else:
         _wide_console().print(results_table(results, title=f"kbench eval on {device}"))
-        console.print(f"results appended to {out}")
-    sys.exit(EXIT_ALL_CORRECT if all(r.status == Status.CORRECT for r in results) else EXIT_SOME_NOT_CORRECT)
+        Console(stderr=True).print(f"results appended to {out}")
+    sys.exit(_exit_code(results))
+
+
+@main.command("sweep")
+@click.option("--problems", "problems_dir", default=Path("problems"), show_default=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path), help="Folder of problem files.")
+@click.option("--solutions", "solutions_dir", default=Path("solutions"), show_default=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder of solutions (searched recursively; KernelBench run folders work as they are).")
+@click.option("--filter", "filters", multiple=True, metavar="GLOB",
+              help="Only problems whose name matches GLOB (repeatable).")
+@click.option("--only-failed", is_flag=True, help="Only pairs whose latest row in --out is not correct.")
+@click.option("--resume", is_flag=True,
+              help="Skip pairs already in --out with the same solution, problem and settings.")
+@click.option("--jobs", "-j", type=click.IntRange(1), default=None,
+              help="Parallel builds [default: number of cores].")
+@click.option("--gpus", default=None, metavar="N|I,J",
+              help="GPUs to evaluate on, one worker each: a count or indices [default: all visible].")
+@run_options
+def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, jobs, gpus, as_json, out,
+                  **options) -> None:
+    """Judge every solution under --solutions against its problem under --problems.
+
+    Builds run in parallel first (cached), evaluations one per GPU as builds finish; every result is
+    appended to --out the moment it exists, so Ctrl-C or a crash leaves a valid CSV and --resume
+    picks up where it stopped. Ends with the report of this run (see `kbench report`).
+    """
+    from kbench.runner import new_run_id
+    from kbench.sweep import select_pairs
+
+    config = build_config(**options)
+    devices = _devices(config.device, gpus)
+    pairs, unpaired, skipped = select_pairs(problems_dir, solutions_dir, filters, out if only_failed else None,
+                                            out if resume else None, config, devices[0])
+    console = Console(stderr=True)
+    for solution in unpaired:
+        console.print(f"[yellow]no problem for {solution}; skipped[/yellow]")
+    if skipped:
+        console.print(f"resume: {skipped} pair(s) already in {out} with the same settings")
+    if not pairs:
+        console.print("nothing to evaluate")
+        sys.exit(EXIT_ALL_CORRECT)
+    run_id = new_run_id()
+    results = _run_with_progress(pairs, config, devices, jobs, out, as_json, run_id=run_id)
+    if as_json:
+        click.echo(json.dumps([result.to_row() for result in results], indent=2))
+    else:
+        _print_report(out, run_id)
+        console.print(f"{len(results)} results appended to {out} (run {run_id})")
+    sys.exit(_exit_code(results))
+
+
+@main.command("report")
+@click.argument("csvs", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "output_format", type=click.Choice(["table", "markdown", "json", "csv"]),
+              default="table", show_default=True, help="How to print the summary.")
+@click.option("--run-id", default=None, help="Only rows of this run.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also draw the best speedup per problem into this PNG (needs matplotlib).")
+def report_command(csvs, output_format, run_id, plot) -> None:
+    """Summarise a results CSV [default: results/results.csv]: best solution and speedup per problem,
+    counts per status, fast_p (share of problems with a correct solution faster than p x the reference,
+    p in 0, 0.5, 0.8, 1, 1.5, 2) and the geometric-mean speedup of correct results.
+    With two CSVs, compare them problem by problem. Rows are the latest per problem and solution.
+    """
+    from kbench import summary
+    from kbench.report import comparison_table, plot_best, summary_markdown
+
+    paths = list(csvs) or [Path("results/results.csv")]
+    if len(paths) > 2:
+        raise click.UsageError("give one CSV to summarise or two to compare")
+    frames = [_load_results(path, run_id) for path in paths]
+    if len(frames) == 2:
+        comparison = summary.compare(*frames)
+        if output_format == "json":
+            click.echo(comparison.to_json(orient="records", indent=2))
+        elif output_format == "csv":
+            click.echo(comparison.to_csv(index=False), nl=False)
+        else:
+            _wide_console().print(comparison_table(comparison, str(paths[0]), str(paths[1])))
+        return
+    result = summary.summarise(frames[0])
+    if output_format == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    elif output_format == "csv":
+        click.echo(result.best.to_csv(index=False), nl=False)
+    elif output_format == "markdown":
+        click.echo(summary_markdown(result))
+    else:
+        _print_summary(result)
+    if plot:
+        try:
+            plot_best(result.best, plot)
+        except ImportError:
+            raise click.UsageError("--plot needs matplotlib: pip install 'kbench[plot]'")
+        Console(stderr=True).print(f"plot written to {plot}")
+
+
+def _load_results(path: Path, run_id: str | None):
+    from kbench import summary
+
+    try:
+        frame = summary.load(path, run_id)
+    except (ValueError, KeyError) as error:
+        raise click.UsageError(f"{path}: not a kbench results CSV ({error})")
+    if frame.empty:
+        raise click.UsageError(f"{path}: no results" + (f" for run {run_id}" if run_id else ""))
+    return frame
+
+
+def _print_report(out: Path, run_id: str) -> None:
+    from kbench import summary
+
+    _print_summary(summary.summarise(summary.load(out, run_id)))
+
+
+def _print_summary(result) -> None:
+    from kbench.report import summary_tables
+
+    console = _wide_console()
+    for table in summary_tables(result):
+        console.print(table)
+
+
+def _run_with_progress(pairs, config, devices, jobs, out, quiet, run_id=None):
+    """Run pairs with progress bars (builds, evaluations with failures so far and time left)."""
+    from kbench.runner import new_run_id
+    from kbench.scheduler import run_pairs
+
+    failures = 0
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True, disable=quiet) as progress:
+        building = progress.add_task("building", total=len(pairs), visible=len(pairs) > 1, failed="")
+        evaluating = progress.add_task("evaluating", total=len(pairs), failed="")
+
+        def record(result):
+            nonlocal failures
+            append_row(out, result.to_row())  # written the moment it exists
+            failures += result.status != Status.CORRECT
+            progress.update(evaluating, advance=1, failed=f"{failures} not correct" if failures else "")
+
+        try:
+            return run_pairs(pairs, config, devices=devices, run_id=run_id or new_run_id(), jobs=jobs,
+                             on_result=record, on_built=lambda result: progress.advance(building))
+        except KeyboardInterrupt:
+            Console(stderr=True).print(f"interrupted: every finished result is in {out}")
+            sys.exit(130)
+
+
+def _exit_code(results) -> int:
+    return EXIT_ALL_CORRECT if all(r.status == Status.CORRECT for r in results) else EXIT_SOME_NOT_CORRECT
+
+
+def _devices(requested: str, gpus: str | None) -> list[str]:
+    """The devices evaluations run on: every visible GPU (or those --gpus names), else the CPU."""
+    import torch
+
+    device = _checked_device(requested)
+    if device == "cpu":
+        if gpus:
+            raise click.UsageError("--gpus needs a CUDA device")
+        return ["cpu"]
+    if requested != "auto" and gpus is None:
+        return [device]
+    count = torch.cuda.device_count()
+    if gpus is None:
+        return [f"cuda:{index}" for index in range(count)]
+    try:
+        indices = list(range(int(gpus))) if "," not in gpus and len(gpus) <= 2 and int(gpus) > 0 else \
+            [int(part) for part in gpus.split(",")]
+    except ValueError:
+        raise click.UsageError(f"--gpus {gpus}: expected a count (2) or indices (0,1)")
+    if not indices or any(index < 0 or index >= count for index in indices):
+        raise click.UsageError(f"--gpus {gpus}: {count} CUDA device(s) visible")
+    return [f"cuda:{index}" for index in indices]
 
 
 @main.command("list")

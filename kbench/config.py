@@ -52,6 +52,16 @@ class RunConfig:
         rtol = default if self.rtol is None else self.rtol
         return atol, rtol
 
+    def fingerprint(self, device: str) -> str:
+        """Short hash of the settings that change a verdict or a timing (not paths or time limits)."""
+        import hashlib
+        import json
+
+        relevant = {key: value for key, value in self.to_dict().items()
+                    if key not in ("cache_dir", "timeout_s", "device")}
+        relevant["device_kind"] = device.split(":")[0]
+        return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:12]
+
     def to_dict(self) -> dict:
         data = asdict(self)
         data["cache_dir"] = str(self.cache_dir)

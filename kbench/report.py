@@ -112,3 +112,92 @@ def problems_table(entries) -> Table:
         table.add_row(entry.name, entry.family, entry.kernelbench, Text(sizes), Text(sweep),
                       Text("\n".join(entry.solutions) or "-"))
     return table
+
+
+def summary_tables(summary) -> list[Table]:
+    """`kbench report`: best per problem, then status counts, fast_p and the geometric mean."""
+    best = Table(title="best correct solution per problem", header_style="bold")
+    for column, justify in (("problem", "left"), ("solutions", "right"), ("correct", "right"),
+                            ("best solution", "left"), ("ref ms", "right"), ("cand ms", "right"),
+                            ("speedup", "right")):
+        best.add_column(column, justify=justify, overflow="fold")
+    for row in summary.best.to_dict("records"):
+        best.add_row(row["problem"], str(row["solutions"]), str(row["correct"]),
+                     short_path(row["best_solution"]) if isinstance(row["best_solution"], str) else "-",
+                     format_ms(_number(row["ref_median_ms"])), format_ms(_number(row["cand_median_ms"])),
+                     format_speedup(_number(row["best_speedup"])))
+    totals = Table(title=f"{summary.results} results over {summary.problems} problems", header_style="bold")
+    totals.add_column("measure")
+    totals.add_column("value", justify="right")
+    for status, count in summary.status_counts.items():
+        totals.add_row(Text(status, style=STATUS_STYLE.get(status, "")), str(count))
+    for p, value in summary.fast_p.items():
+        totals.add_row(f"fast_{p:g}", f"{value:.1%}")
+    totals.add_row("geomean speedup (correct)", format_speedup(summary.geometric_mean_speedup))
+    return [best, totals]
+
+
+def summary_markdown(summary) -> str:
+    lines = ["| problem | solutions | correct | best solution | ref ms | cand ms | speedup |",
+             "| --- | ---: | ---: | --- | ---: | ---: | ---: |"]
+    for row in summary.best.to_dict("records"):
+        speedup = _number(row["best_speedup"])
+        lines.append(f"| {row['problem']} | {row['solutions']} | {row['correct']} | "
+                     f"{row['best_solution'] if isinstance(row['best_solution'], str) else '-'} | "
+                     f"{format_ms(_number(row['ref_median_ms']))} | {format_ms(_number(row['cand_median_ms']))} | "
+                     f"{'-' if speedup is None else f'{speedup:.3g}x'} |")
+    lines += ["", "| measure | value |", "| --- | ---: |"]
+    lines += [f"| {status} | {count} |" for status, count in summary.status_counts.items()]
+    lines += [f"| fast_{p:g} | {value:.1%} |" for p, value in summary.fast_p.items()]
+    geomean = summary.geometric_mean_speedup
+    lines.append(f"| geomean speedup (correct) | {'-' if geomean is None else f'{geomean:.3g}x'} |")
+    return "\n".join(lines)
+
+
+def comparison_table(comparison, label_a: str, label_b: str) -> Table:
+    table = Table(title=f"{label_a} (a) vs {label_b} (b)", header_style="bold")
+    for column in ("problem", "correct a", "correct b", "speedup a", "speedup b", "b / a"):
+        table.add_column(column, justify="left" if column == "problem" else "right")
+    for row in comparison.to_dict("records"):
+        ratio = _number(row["ratio_b_over_a"])
+        table.add_row(row["problem"], _count(row["correct_a"]), _count(row["correct_b"]),
+                      format_speedup(_number(row["best_speedup_a"])), format_speedup(_number(row["best_speedup_b"])),
+                      Text("-" if ratio is None else f"{ratio:.3g}", style="" if ratio is None else
+                           ("green" if ratio >= 1 else "red")))
+    return table
+
+
+def plot_best(best, path) -> None:
+    """A horizontal bar per problem: its best speedup on a log axis, 1x marked; unsolved problems in grey."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = best.sort_values("best_speedup", na_position="first").to_dict("records")
+    speedups = [_number(row["best_speedup"]) for row in rows]
+    values = [value if value is not None else 1.0 for value in speedups]
+    colours = ["#bbbbbb" if value is None else ("#2e8b57" if value >= 1 else "#c0392b") for value in speedups]
+    figure, axis = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.5))
+    axis.barh([row["problem"] for row in rows], values, color=colours)
+    axis.set_xscale("log")
+    axis.axvline(1.0, color="black", linewidth=1)
+    axis.set_xlabel("best speedup over the reference (log scale; grey: no correct solution)")
+    for index, value in enumerate(speedups):
+        axis.text(values[index], index, f" {value:.2g}x" if value is not None else " none", va="center", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def _number(value) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if number != number else number
+
+
+def _count(value) -> str:
+    number = _number(value)
+    return "-" if number is None else str(int(number))

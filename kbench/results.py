@@ -78,6 +78,8 @@ class Result:
     message: str = ""                      # one line: why, for anything but correct
     solution_hash: str = ""                # sha256 of the solution file, first 16 hex digits
     problem_path: str = ""
+    problem_hash: str = ""                 # sha256 of the problem file, first 16 hex digits
+    settings: str = ""                     # RunConfig.fingerprint(): runs with equal settings compare
     check: CheckResult | None = None       # None when the candidate never ran
     reference_timing: Timing | None = None
     candidate_timing: Timing | None = None
@@ -136,6 +138,8 @@ class Result:
             "problem": self.problem,
             "solution": self.solution,
             "solution_hash": self.solution_hash,
+            "problem_hash": self.problem_hash,
+            "settings": self.settings,
             "status": self.status,
             "flags": ";".join(self.flags),
             "trials_passed": check.trials_passed if check else None,

@@ -7,17 +7,17 @@ raises for anything the candidate does; the parent always gets a row to write.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from kbench.config import RunConfig
 from kbench.problem import describe_overrides
@@ -39,22 +39,32 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
+def file_hash(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return ""
+
+
 def new_run_id() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
 
 
 def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
-             overrides: dict | None = None, run_id: str = "", build_only: bool = False) -> Result:
+             overrides: dict | None = None, run_id: str = "", build_only: bool = False,
+             build_threads: int | None = None) -> Result:
     """Judge one solution against one problem in a fresh child process.
 
     With build_only, the child only imports the solution (building its extensions into the cache)
     and returns status `built`, or the load/compile failure; a later evaluation then starts warm.
+    build_threads caps the compiler jobs one build may run (ninja's MAX_JOBS).
     """
     device = device or resolve_device(config.device)
     overrides = overrides or {}
     started = time.monotonic()
     base = Result(problem=problem_path.stem, solution=str(solution_path), status=Status.CRASHED,
-                  problem_path=str(problem_path), device=device, policy=config.policy,
+                  problem_path=str(problem_path), problem_hash=file_hash(problem_path), device=device,
+                  settings=config.fingerprint(device), policy=config.policy,
                   sizes=describe_overrides(overrides), run_id=run_id)
     try:
         solution = Solution.read(solution_path)
@@ -65,56 +75,12 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
         return _finish(replace(base, status=Status.SKIPPED,
                                message="needs a CUDA device (CUDA kernels in the source); none here"), started)
     child_result = _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
-                              build_only)
+                              build_only, build_threads)
     return _finish(child_result, started)
 
 
-def evaluate_all(pairs: list[tuple[Path, Path]], config: RunConfig, *, device: str | None = None,
-                 run_id: str = "", jobs: int | None = None,
-                 on_result: Callable[[Result], None] = lambda result: None,
-                 on_built: Callable[[Result], None] = lambda result: None) -> list[Result]:
-    """Judge many (problem, solution) pairs: build them all in parallel first, then evaluate one by one.
-
-    Builds are CPU work and run `jobs` at a time (default: one per core, each compiler limited so the
-    machine is not oversubscribed); evaluations share the device, so they run in turn. A candidate
-    whose build fails gets its verdict from the build; `on_result` sees every result as it exists.
-    """
-    device = device or resolve_device(config.device)
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    results: list[Result | None] = [None] * len(pairs)
-    builds_done: list[Result | None] = [None] * len(pairs)
-    if len(pairs) > 1:
-        previous = os.environ.get("MAX_JOBS")
-        os.environ["MAX_JOBS"] = str(max(1, (os.cpu_count() or 1) // min(jobs, len(pairs))))
-        try:
-            with ThreadPoolExecutor(max_workers=jobs) as pool:
-                builds = [pool.submit(evaluate, problem, solution, config, device=device, run_id=run_id,
-                                      build_only=True) for problem, solution in pairs]
-                for index, future in enumerate(builds):
-                    built = builds_done[index] = future.result()
-                    on_built(built)
-                    if built.status != Status.BUILT:
-                        results[index] = built
-                        on_result(built)
-        finally:
-            if previous is None:
-                os.environ.pop("MAX_JOBS", None)
-            else:
-                os.environ["MAX_JOBS"] = previous
-    for index, (problem, solution) in enumerate(pairs):
-        if results[index] is None:
-            result = evaluate(problem, solution, config, device=device, run_id=run_id)
-            built = builds_done[index]
-            if built is not None and built.build_s is not None:
-                # Report the build as the build phase saw it, not the cache hit that followed.
-                result = replace(result, build_s=built.build_s, build_reused=built.build_reused)
-            results[index] = result
-            on_result(result)
-    return results
-
-
 def _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
-               build_only) -> Result:
+               build_only, build_threads) -> Result:
     log_path = _log_path(config.cache_dir, solution_path, solution.sha256)
     base = replace(base, log_path=str(log_path))
     with tempfile.TemporaryDirectory(prefix="kbench-job-") as scratch:
@@ -124,7 +90,8 @@ def _run_child(problem_path, solution_path, solution, config, device, overrides,
                   state_path=str(scratch / "state.json"), overrides=overrides, run_id=run_id,
                   log_path=str(log_path), build_only=build_only)
         job.save(scratch / "job.json")
-        returncode = _spawn_and_wait(scratch / "job.json", log_path, config.timeout_s)
+        extra_environment = {"MAX_JOBS": str(build_threads)} if build_threads else {}
+        returncode = _spawn_and_wait(scratch / "job.json", log_path, config.timeout_s, extra_environment)
         result_data = _read_json(Path(job.result_path))
         if result_data is not None and returncode == 0:
             result = Result.from_dict(result_data)
@@ -132,7 +99,7 @@ def _run_child(problem_path, solution_path, solution, config, device, overrides,
             result = _lost_worker_result(base, _read_json(Path(job.state_path)) or {}, returncode, config,
                                          log_path)
     return replace(result, solution=str(solution_path), solution_hash=solution.sha256, log_path=str(log_path),
-                   problem_path=str(problem_path))
+                   problem_path=str(problem_path), problem_hash=base.problem_hash, settings=base.settings)
 
 
 def _lost_worker_result(base: Result, state: dict, returncode: int | None, config: RunConfig,
@@ -165,17 +132,23 @@ def _lost_worker_result(base: Result, state: dict, returncode: int | None, confi
     return replace(base, status=status, build_s=state.get("build_s"), flags=tuple(state.get("flags") or ()),
                    message=what)
 
-def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float) -> int | None:
-    """Run the worker in its own process group; kill the whole group when done or out of time.
+_live_sessions: set[int] = set()
+_live_lock = threading.Lock()
+
+
+def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict) -> int | None:
+    """Run the worker in its own session; kill the whole session when done or out of time.
 
     Returns the exit code (negative: killed by that signal), or None on timeout.
     """
-    environment = dict(os.environ, PYTHONUNBUFFERED="1",
+    environment = dict(os.environ, PYTHONUNBUFFERED="1", **extra_environment,
                        PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
     with log_path.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "kbench.worker", str(job_path)],
                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env=environment, start_new_session=True)
+        with _live_lock:
+            _live_sessions.add(process.pid)
         try:
             return process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -183,6 +156,16 @@ def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float) -> int | N
         finally:
             kill_session(process.pid)
             process.wait()
+            with _live_lock:
+                _live_sessions.discard(process.pid)
+
+
+def kill_all_workers() -> None:
+    """Ctrl-C: kill every running worker session (builds and evaluations) so nothing outlives kbench."""
+    with _live_lock:
+        sessions = list(_live_sessions)
+    for session_id in sessions:
+        kill_session(session_id)
 
 
 def kill_session(session_id: int) -> None:

@@ -88,3 +88,20 @@ def _find_by_id(directory: Path, problem_id: int) -> Path | None:
         if declared and int(declared.group(1)) == problem_id:
             return path
     return None
+
+
+def find_pairs(problems_dir: Path, solutions_dir: Path) -> tuple[list[tuple[Path, Path]], list[Path]]:
+    """Every solution file under `solutions_dir` with its problem; and the files no problem matched.
+
+    Files and folders whose names start with `_` or `.` (helpers, caches) are not solutions.
+    """
+    pairs, unpaired = [], []
+    for solution in sorted(solutions_dir.rglob("*.py")):
+        relative = solution.relative_to(solutions_dir)
+        if any(part.startswith(("_", ".")) for part in relative.parts):
+            continue
+        try:
+            pairs.append((pair_problem(solution, [problems_dir]), solution))
+        except PairingError:
+            unpaired.append(solution)
+    return pairs, unpaired

@@ -92,6 +92,8 @@ def run(job: Job):
 
     config = RunConfig.from_dict(job.config)
     device = torch.device(job.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # .cuda() and new tensors inside the candidate land on this GPU
     state = Progress(Path(job.state_path))
     state.base = Result(
         problem=Path(job.problem_path).stem, solution=job.solution_path, status=Status.CRASHED,

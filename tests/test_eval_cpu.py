@@ -81,6 +81,14 @@ def test_compile_error_keeps_full_log_and_first_error_line(cpu_config):
     assert "undeclared_thing" in log and "ninja" in log.lower()
 
 
+def test_compile_errors_are_cached_like_builds(cpu_config):
+    first = judged(cpu_config, "axpy/build_error.py")
+    started = time.monotonic()
+    again = evaluate(AXPY, SOLUTIONS / "axpy/build_error.py", cpu_config)
+    assert again.status == Status.COMPILE_ERROR and again.message == first.message
+    assert again.build_reused is True and time.monotonic() - started < 20
+
+
 def test_unchanged_solution_is_not_rebuilt(cpu_config):
     first = judged(cpu_config, "axpy/correct.py")
     artefacts = {path: path.stat().st_mtime_ns for path in cpu_config.cache_dir.rglob("axpy_correct*.so")}

@@ -13,7 +13,7 @@ import torch
 
 from kbench.config import RunConfig
 from kbench.results import Status
-from kbench.runner import evaluate_all
+from kbench.scheduler import run_pairs
 
 from conftest import REPO
 
@@ -40,7 +40,7 @@ def seed_results(tmp_path_factory):
     cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-cache"))
     config = RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=5.0)
     pairs = [(PROBLEMS / f"{problem}.py", SOLUTIONS / solution) for solution, problem, _, _ in EXPECTED]
-    results = evaluate_all(pairs, config)
+    results = run_pairs(pairs, config, devices=["cuda:0"])
     return {solution: result for (solution, *_), result in zip(EXPECTED, results)}
 
 
@@ -89,7 +89,7 @@ GPU_CHEATS = [
 def cheat_results(tmp_path_factory):
     cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-cheats"))
     config = RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=2.0)
-    results = evaluate_all([(problem, CHEATS / name) for name, problem, _, _ in GPU_CHEATS], config)
+    results = run_pairs([(problem, CHEATS / name) for name, problem, _, _ in GPU_CHEATS], config, devices=["cuda:0"])
     return {name: result for (name, *_), result in zip(GPU_CHEATS, results)}
 
 
@@ -117,7 +117,7 @@ def test_illegal_memory_access_is_a_runtime_error(tmp_path):
     solution.write_text(OUT_OF_BOUNDS)
     problem = REPO / "tests" / "fixtures" / "problems" / "axpy.py"
     config = RunConfig(device="cuda", cache_dir=tmp_path / "cache", time=False)
-    [result] = evaluate_all([(problem, solution)], config)
+    [result] = run_pairs([(problem, solution)], config, devices=["cuda:0"])
     assert result.status == Status.RUNTIME_ERROR, result.message
     assert "illegal" in result.message.lower() or "CUDA error" in result.message
 
