@@ -149,8 +149,10 @@ def test_seeded_parameters_match_for_a_model_with_weights(cpu_config):
 
 def test_broken_problem_is_a_reference_error_not_the_candidates_fault(cpu_config, tmp_path):
     problem = tmp_path / "broken.py"
-    problem.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
-                       "        raise ValueError('reference is broken')\n"
-                       "def get_inputs():\n    return [torch.rand(3)]\ndef get_init_inputs():\n    return []\n")
+    problem.write_text("import torch\nclass Model(torch.nn.Module):\n"
+                       "    def __init__(self, alpha):\n        super().__init__()\n"
+                       "    def forward(self, x, y):\n        raise ValueError('reference is broken')\n"
+                       "def get_inputs():\n    return [torch.rand(3), torch.rand(3)]\n"
+                       "def get_init_inputs():\n    return [0.5]\n")
     result = evaluate(problem, SOLUTIONS / "axpy/correct_plain.py", cpu_config)
     assert result.status == Status.REFERENCE_ERROR and "reference is broken" in result.message
