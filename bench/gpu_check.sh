@@ -6,7 +6,8 @@
 #   timing:   every problem's reference at official size (strict float32 and PyTorch defaults),
 #             and the guards' overhead per evaluation.
 #   cheats:   `kbench eval` of the adversarial fixtures that run on CUDA (the table for the notes);
-# Usage: OUT=/some/dir bash bench/gpu_check.sh [verdicts|cheats|timing|all]   (outputs land in $OUT)
+#   sweep:    (several GPUs) bench/sweep_bench.py, then `kbench sweep` over solutions/ and its report.
+# Usage: OUT=/some/dir bash bench/gpu_check.sh [verdicts|cheats|timing|sweep|all]   (outputs land in $OUT)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KBENCH_CACHE_DIR=${KBENCH_CACHE_DIR:-/tmp/kbench-cache}
@@ -34,4 +35,10 @@ fi
 if [[ $part == timing || $part == all ]]; then
     python3 bench/reference_times.py --csv "$OUT/reference_times.csv" 2>&1 | tee "$OUT/reference_times.txt"
     python3 bench/guard_overhead.py --csv "$OUT/guard_overhead.csv" 2>&1 | tee "$OUT/guard_overhead.txt"
+fi
+if [[ $part == sweep ]]; then
+    # On a machine with several GPUs: scheduler efficiency, verdicts with N GPUs vs 1, and a full sweep.
+    python3 bench/sweep_bench.py --cache-dir "$KBENCH_CACHE_DIR" --csv "$OUT/sweep_bench.csv" 2>&1 | tee "$OUT/sweep_bench.txt"
+    python3 -m kbench sweep --out "$OUT/sweep.csv" > "$OUT/sweep.txt" 2>&1
+    python3 -m kbench report "$OUT/sweep.csv" --format markdown --plot "$OUT/speedups.png" > "$OUT/report.md" 2>&1
 fi

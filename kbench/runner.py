@@ -230,5 +230,5 @@ def _last_log_line(log_path: Path) -> str:
 
 
 def _finish(result: Result, started: float) -> Result:
-    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     return replace(result, time=now, wall_s=round(time.monotonic() - started, 3))

@@ -1,0 +1,119 @@
+"""How well a sweep keeps the machine busy: wall time against build CPU time and GPU evaluation time.
+
+    PYTHONPATH=$PWD python3 bench/sweep_bench.py [--gpus N] [--cache-dir DIR] [--csv out.csv]
+
+Runs the suite's solutions plus the GPU fixtures of tests/fixtures/cheats through kbench's scheduler
+twice: first with an empty build cache on every GPU (builds and evaluations overlap), then again with
+every build cached on one GPU. Prints, for the cold run, wall time against max(build CPU time / cores,
+GPU evaluation time per device) (target: at most 1.2x) and how many evaluations ran at once; for the
+warm run the time each evaluation spends outside its timed GPU work (target: under 3 s); and whether
+the two runs (N GPUs, then one) gave the same verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from kbench.config import RunConfig
+from kbench.scheduler import run_pairs
+from kbench.solution import find_pairs
+
+CHEATS = Path("tests/fixtures/cheats")
+EXTRA_PAIRS = [
+    (Path("tests/fixtures/problems/axpy.py"), CHEATS / name)
+    for name in ("side_stream.py", "thread_side.py", "uninit_reuse.py", "honest_two_streams.py")
+] + [(CHEATS / "problems" / "convt1d_small.py", CHEATS / "honest_cuda_kernel.py")]
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_gpu_s(result) -> float:
+    """Seconds of timed GPU work in an evaluation: every timing sample of both sides."""
+    total_ms = sum(t.samples_ms and sum(t.samples_ms) or 0 for t in (result.reference_timing, result.candidate_timing)
+                   if t is not None)
+    return total_ms / 1e3
+
+
+def max_concurrent(results) -> int:
+    """Largest number of evaluations whose [end - wall, end] intervals overlap."""
+    from datetime import datetime
+
+    events = []
+    for result in results:
+        end = datetime.fromisoformat(result.time).timestamp()
+        events += [(end - (result.wall_s or 0), 1), (end, -1)]
+    running = peak = 0
+    for _, change in sorted(events):
+        running += change
+        peak = max(peak, running)
+    return peak
+
+
+def run(pairs, config, devices) -> tuple[list, float, float]:
+    cpu_before, started = children_cpu_s(), time.monotonic()
+    results = run_pairs(pairs, config, devices=devices)
+    return results, time.monotonic() - started, children_cpu_s() - cpu_before
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", type=int, default=torch.cuda.device_count())
+    parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--csv", type=Path, default=None)
+    args = parser.parse_args()
+    devices = [f"cuda:{index}" for index in range(args.gpus)] or ["cpu"]
+    cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="kbench-sweep-bench-"))
+    config = RunConfig(device=devices[0], cache_dir=cache_dir)
+    pairs, _ = find_pairs(Path("problems"), Path("solutions"))
+    pairs += EXTRA_PAIRS
+    cores = os.cpu_count() or 1
+
+    cold, cold_wall, cold_cpu = run(pairs, config, devices)
+    build_s = sum(r.build_s or 0 for r in cold if not r.build_reused)
+    evaluations = [r for r in cold if r.check is not None or r.status in ("runtime_error", "crashed", "timeout")]
+    gpu_busy_s = sum(r.wall_s or 0 for r in evaluations) / len(devices)
+    floor_s = max(cold_cpu / cores, gpu_busy_s)
+
+    warm, warm_wall, _ = run(pairs, replace(config), devices[:1])
+    overheads = [(r.wall_s or 0) - timed_gpu_s(r) for r in warm if r.check is not None]
+    same = [(a.solution, a.status, b.status) for a, b in zip(cold, warm)]
+    mismatched = [row for row in same if row[1] != row[2]]
+
+    print(f"\n{len(pairs)} pairs, {len(devices)} device(s) ({torch.cuda.get_device_name(0) if devices[0] != 'cpu' else 'cpu'}),"
+          f" {cores} cores")
+    print(f"cold run: wall {cold_wall:.1f} s; builds {build_s:.1f} s summed; child CPU {cold_cpu:.1f} s "
+          f"(/ {cores} cores = {cold_cpu / cores:.1f} s); GPU evaluation time per device {gpu_busy_s:.1f} s")
+    print(f"cold run: wall / max(CPU/cores, GPU time) = {cold_wall / floor_s:.2f} (target <= 1.2)")
+    print(f"cold run: most evaluations running at once: {max_concurrent(evaluations)}")
+    print(f"warm run: wall {warm_wall:.1f} s; per evaluation outside timed GPU work: median "
+          f"{statistics.median(overheads):.2f} s, max {max(overheads):.2f} s (target < 3 s)")
+    print(f"verdicts equal with {len(devices)} GPU(s) and with 1: {not mismatched} {mismatched if mismatched else ''}")
+    print(f"\n{'solution':56} {'status':14} {'cold wall s':>11} {'warm wall s':>11} {'outside timing s':>16}")
+    for a, b in zip(cold, warm):
+        outside = (b.wall_s or 0) - timed_gpu_s(b) if b.check is not None else float("nan")
+        print(f"{a.solution[-56:]:56} {b.status:14} {a.wall_s or 0:>11.2f} {b.wall_s or 0:>11.2f} {outside:>16.2f}")
+    if args.csv:
+        with args.csv.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["solution", "status_cold", "status_warm", "cold_wall_s", "warm_wall_s", "build_s"])
+            for a, b in zip(cold, warm):
+                writer.writerow([a.solution, a.status, b.status, a.wall_s, b.wall_s, a.build_s])
+    return 0 if not mismatched else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
