@@ -181,7 +181,7 @@ LOW_PRECISION_MIN_ERROR = 1e-6
 
 # Wall time beyond the events (after the reference's own overhead is taken off) that counts as hidden.
 HIDDEN_WORK_MIN_MS = 0.05
-HIDDEN_WORK_FRACTION = 0.5
+HIDDEN_WORK_FRACTION = 0.1
 
 
 def hidden_work_message(reference_ms: list[float], reference_wall_ms: list[float],

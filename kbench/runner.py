@@ -6,6 +6,7 @@ raises for anything the candidate does; the parent always gets a row to write.
 
 from __future__ import annotations
 
+import atexit
 import datetime as _dt
 import hashlib
 import json
@@ -91,7 +92,7 @@ def _run_child(problem_path, solution_path, solution, config, device, overrides,
                   log_path=str(log_path), build_only=build_only)
         job.save(scratch / "job.json")
         extra_environment = {"MAX_JOBS": str(build_threads)} if build_threads else {}
-        returncode = _spawn_and_wait(scratch / "job.json", log_path, config.timeout_s, extra_environment)
+        returncode = _spawn_and_wait(scratch / "job.json", log_path, config.timeout_s, extra_environment, device)
         result_data = _read_json(Path(job.result_path))
         if result_data is not None and returncode == 0:
             result = Result.from_dict(result_data)
@@ -134,21 +135,54 @@ def _lost_worker_result(base: Result, state: dict, returncode: int | None, confi
 
 _live_sessions: set[int] = set()
 _live_lock = threading.Lock()
+# One waiting (pre-started, warmed-up) worker per device, for evaluations; see worker.main.
+_spares: dict[str, subprocess.Popen] = {}
 
 
-def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict) -> int | None:
-    """Run the worker in its own session; kill the whole session when done or out of time.
+def _environment(extra_environment: dict) -> dict:
+    return dict(os.environ, PYTHONUNBUFFERED="1", **extra_environment,
+                PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
 
-    Returns the exit code (negative: killed by that signal), or None on timeout.
+
+def _start_worker(arguments: list[str], stdout, environment: dict) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, "-m", "kbench.worker", *arguments], stdout=stdout,
+                               stderr=subprocess.STDOUT, stdin=subprocess.PIPE, env=environment,
+                               start_new_session=True)
+    with _live_lock:
+        _live_sessions.add(process.pid)
+    return process
+
+
+def _take_waiting_worker(device: str) -> subprocess.Popen:
+    """The waiting worker for `device` (started now if there is none), and a new one started behind it."""
+    with _live_lock:
+        spare = _spares.pop(device, None)
+    if spare is None or spare.poll() is not None:
+        spare = _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
+    replacement = _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
+    with _live_lock:
+        _spares[device] = replacement
+    return spare
+
+
+def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
+                    device: str) -> int | None:
+    """Run one job in a worker of its own session; kill the whole session when done or out of time.
+
+    Evaluations go to a waiting worker (already warm); builds, which set their own environment,
+    start a worker of their own. Returns the exit code (negative: killed by that signal), or None
+    on timeout.
     """
-    environment = dict(os.environ, PYTHONUNBUFFERED="1", **extra_environment,
-                       PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
     with log_path.open("ab") as log:
-        process = subprocess.Popen([sys.executable, "-m", "kbench.worker", str(job_path)],
-                                   stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=environment, start_new_session=True)
-        with _live_lock:
-            _live_sessions.add(process.pid)
+        if extra_environment:
+            process = _start_worker([str(job_path)], log, _environment(extra_environment))
+        else:
+            process = _take_waiting_worker(device)
+            try:
+                process.stdin.write(f"{job_path}\n".encode())
+                process.stdin.flush()
+            except OSError:
+                pass  # the waiting worker died: its exit code tells what happened
         try:
             return process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -158,6 +192,21 @@ def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float, extra_envi
             process.wait()
             with _live_lock:
                 _live_sessions.discard(process.pid)
+
+
+def stop_waiting_workers() -> None:
+    """Kill the pre-started workers (at exit: nothing may outlive kbench)."""
+    with _live_lock:
+        spares = list(_spares.values())
+        _spares.clear()
+    for process in spares:
+        kill_session(process.pid)
+        process.wait()
+        with _live_lock:
+            _live_sessions.discard(process.pid)
+
+
+atexit.register(stop_waiting_workers)
 
 
 def kill_all_workers() -> None:

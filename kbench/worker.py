@@ -71,11 +71,45 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """`python -m kbench.worker JOB.json`, or `--wait DEVICE`: warm up, then read the job path from stdin.
+
+    A waiting worker has already imported torch and created its CUDA context while the previous
+    evaluation ran, so an evaluation does not pay for them. It is still a fresh process: it runs one
+    job and exits.
+    """
     faulthandler.enable()  # a segfault leaves a Python stack in the log
-    job = Job.load(Path(argv[0]))
+    if argv[0] == "--wait":
+        _warm_up(argv[1])
+        line = sys.stdin.readline().strip()
+        if not line:
+            return 0  # the parent closed the pipe: no job came
+        job = Job.load(Path(line))
+        _redirect_output(job.log_path)
+    else:
+        job = Job.load(Path(argv[0]))
     result = run(job)
     write_json_atomic(Path(job.result_path), result.to_dict())
     return 0
+
+
+def _warm_up(device: str) -> None:
+    import torch
+
+    from kbench import check, guards, params, timing  # noqa: F401  (the imports are the warm-up)
+
+    if device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(device))
+        torch.zeros(1, device=device)  # creates the CUDA context
+
+
+def _redirect_output(log_path: str) -> None:
+    """Send this process's stdout/stderr (and its children's) to the job's log file."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    os.close(descriptor)
 
 
 def run(job: Job):
