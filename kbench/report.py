@@ -179,8 +179,11 @@ def plot_best(best, path) -> None:
     values = [value if value is not None else 1.0 for value in speedups]
     colours = ["#bbbbbb" if value is None else ("#2e8b57" if value >= 1 else "#c0392b") for value in speedups]
     figure, axis = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.5))
-    axis.barh([row["problem"] for row in rows], values, color=colours)
+    # Bars grow from 1x: right for faster than the reference, left for slower.
+    axis.barh([row["problem"] for row in rows], [value - 1.0 for value in values], left=1.0, color=colours)
     axis.set_xscale("log")
+    spread = max(max(max(value, 1.0 / value) for value in values) * 1.3, 2.0)
+    axis.set_xlim(1.0 / spread, spread)
     axis.axvline(1.0, color="black", linewidth=1)
     axis.set_xlabel("best speedup over the reference (log scale; grey: no correct solution)")
     for index, value in enumerate(speedups):
