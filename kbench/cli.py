@@ -1,6 +1,6 @@
 """Command line: parse options into a RunConfig, call the runner, render. Nothing else lives here.
 
-Exit codes: 0 every solution correct, 1 any solution not correct, 2 usage error.
+Exit codes: 0 every solution correct, 1 any solution not correct, 2 usage error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def main() -> None:
     and a speedup per candidate in a table and a CSV.
 
     Exit codes: 0 every solution correct, 1 any solution not correct (skipped ones included),
-    2 usage error.
+    2 usage error, 130 interrupted (every finished result is already in the CSV).
     """
 
 
@@ -100,9 +100,6 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
     KernelBench run files level_<L>_problem_<ID>_sample_<S>_kernel.py pair with <ID>_*.py or a problem
     declaring KERNELBENCH_ID = <ID>. Each evaluation runs in its own child process.
     """
-    from kbench.runner import new_run_id
-    from kbench.scheduler import run_pairs
-
     config = build_config(**options)
     device = _checked_device(config.device)
     pairs = [(problem_path or _pair(solution, problems_dir), solution) for solution in solutions]

@@ -8,16 +8,28 @@ progress file this worker keeps up to date.
 
 from __future__ import annotations
 
+import copy
 import faulthandler
 import json
 import os
 import platform
+import random
 import sys
 import time
 import traceback
 from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
+
+import torch
+
+# Everything the worker checks and times with is imported before any candidate, so the harness
+# snapshot (guards.HarnessSnapshot) holds the real functions.
+from kbench import check, guards, params, timing
+from kbench.build import BuildError, BuildRecord, install_build_hooks, versions_tag
+from kbench.config import RunConfig
+from kbench.problem import describe_overrides, load_module, overridden
+from kbench.results import Result, Status, SweepResult, Timing
 
 # Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
 _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
@@ -93,10 +105,7 @@ def main(argv: list[str]) -> int:
 
 
 def _warm_up(device: str) -> None:
-    import torch
-
-    from kbench import check, guards, params, timing  # noqa: F401  (the imports are the warm-up)
-
+    """Importing this module loaded torch and kbench; create the CUDA context too."""
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.zeros(1, device=device)  # creates the CUDA context
@@ -114,16 +123,6 @@ def _redirect_output(log_path: str) -> None:
 
 def run(job: Job):
     """Evaluate one job; every failure the worker can observe becomes the result's status."""
-    import torch
-
-    # Everything the worker checks and times with is imported before the candidate, so the harness
-    # snapshot (guards.HarnessSnapshot) holds the real functions.
-    from kbench import check, guards, params, timing  # noqa: F401
-    from kbench.build import BuildRecord, install_build_hooks, versions_tag
-    from kbench.config import RunConfig
-    from kbench.problem import describe_overrides
-    from kbench.results import Result, Status
-
     config = RunConfig.from_dict(job.config)
     device = torch.device(job.device)
     if device.type == "cuda":
@@ -153,12 +152,6 @@ def run(job: Job):
 
 
 def _evaluate(job: Job, config, device, state: "Progress"):
-    import torch
-
-    from kbench import guards, params
-    from kbench.problem import describe_overrides, overridden
-    from kbench.results import Status
-
     problem_module = _load_problem(job, state)
     overrides = dict(job.overrides)
     if device.type == "cpu" and not config.full_size and not overrides:
@@ -203,17 +196,12 @@ def _evaluate(job: Job, config, device, state: "Progress"):
 
 def strict_verdict(result, strict: bool):
     """Noting flags (sweep failure, reference op, low precision, weak check) fail a result only under --strict."""
-    from kbench.results import Status
-
     if strict and result.status == Status.CORRECT and result.flags:
         return replace(result, status=Status.INCORRECT)
     return result
 
 
 def _load_problem(job: Job, state: "Progress"):
-    from kbench.problem import load_module
-    from kbench.results import Status
-
     state.write("loading problem")
     try:
         module = load_module(Path(job.problem_path), "kbench_problem")
@@ -226,10 +214,6 @@ def _load_problem(job: Job, state: "Progress"):
 
 
 def _load_solution(job: Job, state: "Progress"):
-    from kbench.build import BuildError
-    from kbench.problem import load_module
-    from kbench.results import Status
-
     state.write("loading solution")
     try:
         module = load_module(Path(job.solution_path), "kbench_solution")
@@ -245,11 +229,6 @@ def _load_solution(job: Job, state: "Progress"):
 
 def _build_models(problem_module, solution_module, seed: int, device):
     """Model and ModelNew from the same init arguments, each built right after the same seed."""
-    import torch
-
-    from kbench.build import BuildError
-    from kbench.results import Status
-
     torch.manual_seed(seed)
     try:
         init_inputs = list(problem_module.get_init_inputs())
@@ -268,8 +247,6 @@ def _build_models(problem_module, solution_module, seed: int, device):
 
 
 def _input_maker(problem_module, device):
-    import torch
-
     def make_inputs(seed: int) -> list:
         torch.manual_seed(seed)
         with torch.device(device):
@@ -289,9 +266,6 @@ def _call(model, inputs, device, failure_status: str, what: str):
 
 
 def _check_trials(reference_model, candidate_model, make_inputs, config, device, state):
-    from kbench import check, guards
-    from kbench.results import Status
-
     outcomes = []
     for trial in range(config.trials):
         inputs = make_inputs(config.seed + trial)
@@ -328,8 +302,6 @@ def _check_trials(reference_model, candidate_model, make_inputs, config, device,
 
 
 def _guard_output(state, output) -> None:
-    from kbench import guards
-
     odd_types = guards.non_plain_outputs(output)
     if odd_types:
         state.flag(guards.NON_PLAIN_OUTPUT, f"returned {', '.join(odd_types)} instead of a plain torch.Tensor")
@@ -337,9 +309,6 @@ def _guard_output(state, output) -> None:
 
 def _note_reference_ops(reference_model, candidate_model, inputs, device, state) -> None:
     """Noting flag when the candidate runs the aten ops that carry the reference's work."""
-    from kbench import guards
-    from kbench.results import Status
-
     reference_ops = guards.record_ops(lambda: reference_model(*_clone(inputs)))
     candidate_ops = guards.record_ops(
         lambda: _call(candidate_model, _clone(inputs), device, Status.RUNTIME_ERROR, ""))
@@ -350,12 +319,6 @@ def _note_reference_ops(reference_model, candidate_model, inputs, device, state)
 
 def _note_low_precision(reference_model, inputs, reference_output, candidate_output, state) -> None:
     """Noting flag when the candidate's error against a float64 truth is 10x the float32 reference's."""
-    import copy
-
-    import torch
-
-    from kbench import check, guards
-
     try:
         truth_model = copy.deepcopy(reference_model).double()
         truth = truth_model(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
@@ -382,11 +345,6 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state):
     candidate's outputs are checked against the reference's for those inputs (a random sample of
     calls when outputs are large), and reference outputs are poisoned before they are freed.
     """
-    import torch
-
-    from kbench import guards, timing
-    from kbench.results import Status, Timing
-
     if not config.time:
         return None, None
     state.write("timing")
@@ -441,8 +399,6 @@ class _TimedOutputChecker:
     """Checks outputs produced inside the timing loop against the reference for the same inputs."""
 
     def __init__(self, expected: list, config, state):
-        import random
-
         self.expected = expected
         self.config = config
         self.state = state
@@ -454,9 +410,6 @@ class _TimedOutputChecker:
         self.check_all = max(sizes, default=0) <= _CHECK_EVERY_CALL_BYTES
 
     def inspect(self, output) -> None:
-        from kbench import check, guards
-        from kbench.results import Status
-
         self.calls += 1
         if not (self.check_all or self.calls <= 2 or self.random.random() < _CHECK_PROBABILITY):
             return
@@ -470,16 +423,12 @@ class _TimedOutputChecker:
 
 
 def _output_bytes(output) -> int:
-    import torch
-
     values = output if isinstance(output, (tuple, list)) else [output]
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
 def _rotation_size(inputs: list, config, device) -> int:
     """How many input sets the timing loop rotates through: 3, fewer when memory is tight."""
-    import torch
-
     if not config.guards:
         return 1
     if device.type != "cuda":
@@ -499,10 +448,6 @@ def _sweep(problem_module, solution_module, config, device, state):
     Configurations the reference rejects (invalid combinations) are skipped and counted; draws
     continue until `config.sweep` configurations ran or too many were drawn.
     """
-    from kbench import params
-    from kbench.problem import describe_overrides
-    from kbench.results import SweepResult
-
     cap = params.SMALL_INPUT_BYTES if device.type == "cpu" else params.SWEEP_INPUT_BYTES
     configurations = params.iter_configurations(problem_module, config.seed, cap)
     passed = run = skipped = 0
@@ -529,12 +474,6 @@ def _sweep(problem_module, solution_module, config, device, state):
 
 def _sweep_one(problem_module, solution_module, configuration, config, device, input_seed) -> str:
     """'passed', 'skipped' (the reference rejects the configuration or returns nothing), or why it failed."""
-    import torch
-
-    from kbench import check
-    from kbench.problem import overridden
-    from kbench.results import Status
-
     with overridden(problem_module, configuration):
         try:
             reference_model, candidate_model = _build_models(problem_module, solution_module, config.seed, device)
@@ -563,7 +502,6 @@ class Progress:
     `provisional` holds a finished verdict while the sweep runs, so a sweep that crashes or hangs
     the worker does not lose the official result.
     """
-
     def __init__(self, path: Path):
         self.path = path
         self.started = time.monotonic()
@@ -603,17 +541,12 @@ class Progress:
 
 
 def _raise_if_rejected(state: Progress) -> None:
-    from kbench import guards
-    from kbench.results import Status
-
     if any(name in guards.REJECTING for name in state.flags):
         raise Stop(Status.REJECTED, "; ".join(state.flag_messages))
 
 
 def _guard(state: Progress, when: str) -> None:
     """Global settings and harness functions must be as they were before the candidate was imported."""
-    from kbench import guards
-
     changes = guards.changed_settings(state.expected_settings, guards.snapshot_settings())
     if changes:
         state.flag(guards.CHANGED_SETTINGS, f"global settings changed while {when}: {', '.join(changes)}")
@@ -629,21 +562,15 @@ def _build_seconds(build) -> float | None:
 
 
 def _clone(inputs: list) -> list:
-    import torch
-
     return [value.clone() if isinstance(value, torch.Tensor) else value for value in inputs]
 
 
 def _synchronize(device) -> None:
-    import torch
-
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
 def _device_name(device) -> str:
-    import torch
-
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return platform.processor() or platform.machine() or "cpu"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
