@@ -125,14 +125,18 @@ class HarnessSnapshot:
     """Identities of the functions the worker relies on, taken before the candidate is imported."""
 
     def __init__(self):
-        # The first dispatch mode makes torch wrap a few functions (torch.manual_seed among them)
-        # once; do that now, so the snapshot holds the wrapped versions and only the candidate's
-        # replacements count.
-        record_ops(lambda: torch.zeros(1) + 1)
+        prime_dispatch()
         self.objects = {name: _resolve(name) for name in WATCHED_FUNCTIONS}
 
     def changed(self) -> list[str]:
         return [name for name, original in self.objects.items() if _resolve(name) is not original]
+
+
+def prime_dispatch() -> None:
+    """Use a dispatch mode once. The first use imports a good deal of torch (about a second) and makes
+    torch wrap a few functions (torch.manual_seed among them); after this, the harness snapshot holds
+    the wrapped versions, so only a candidate's replacements count. Waiting workers do it ahead."""
+    record_ops(lambda: torch.zeros(1) + 1)
 
 
 # --- outputs -----------------------------------------------------------------------------------

@@ -95,6 +95,7 @@ class Result:
     policy: str = ""                       # precision policy of check and timing
     sizes: str = ""                        # global overrides used, e.g. "length=512", empty = official
     wall_s: float | None = None            # wall time of the whole evaluation
+    phase_s: str = ""                      # seconds per worker phase: "loading solution 0.41; checking 1.20; ..."
     time: str = ""                         # when the result was recorded (ISO 8601, UTC)
     run_id: str = ""                       # groups the rows of one kbench invocation
 
@@ -165,6 +166,7 @@ class Result:
             "build_s": self.build_s,
             "build_reused": self.build_reused,
             "wall_s": self.wall_s,
+            "phase_s": self.phase_s,
             "device": self.device,
             "device_name": self.device_name,
             "torch_version": self.torch_version,

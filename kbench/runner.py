@@ -153,6 +153,16 @@ def _start_worker(arguments: list[str], stdout, environment: dict) -> subprocess
     return process
 
 
+def prestart_waiting_worker(device: str) -> None:
+    """Start warming a worker for `device` now (e.g. while builds run), unless one is waiting."""
+    with _live_lock:
+        waiting = _spares.get(device)
+    if waiting is None or waiting.poll() is not None:
+        process = _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
+        with _live_lock:
+            _spares[device] = process
+
+
 def _take_waiting_worker(device: str) -> subprocess.Popen:
     """The waiting worker for `device` (started now if there is none), and a new one started behind it."""
     with _live_lock:
