@@ -126,7 +126,8 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
               help="Parallel builds [default: number of cores].")
 @click.option("--gpus", default=None, metavar="N|I,J",
-              help="GPUs to evaluate on, one worker each: a count or indices [default: all visible].")
+              help="GPUs to evaluate on, one worker each: a count (2) or indices (0,1; a single index as 3,) "
+                   "[default: all visible].")
 @run_options
 def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, jobs, gpus, as_json, out,
                   **options) -> None:
@@ -279,7 +280,7 @@ def _devices(requested: str, gpus: str | None) -> list[str]:
         return [f"cuda:{index}" for index in range(count)]
     try:
         indices = list(range(int(gpus))) if "," not in gpus and len(gpus) <= 2 and int(gpus) > 0 else \
-            [int(part) for part in gpus.split(",")]
+            [int(part) for part in gpus.split(",") if part]
     except ValueError:
         raise click.UsageError(f"--gpus {gpus}: expected a count (2) or indices (0,1)")
     if not indices or any(index < 0 or index >= count for index in indices):

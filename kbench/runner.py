@@ -24,7 +24,8 @@ from kbench.config import RunConfig
 from kbench.problem import describe_overrides
 from kbench.results import Result, Status, SweepResult
 from kbench.solution import Solution
-from kbench.worker import Job
+from kbench.guards import SWEEP_FAILED
+from kbench.worker import Job, strict_verdict
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 
@@ -106,9 +107,6 @@ def _run_child(problem_path, solution_path, solution, config, device, overrides,
 def _lost_worker_result(base: Result, state: dict, returncode: int | None, config: RunConfig,
                         log_path: Path) -> Result:
     """A verdict for a worker that hung or died, from what its progress file says it was doing."""
-    from kbench.guards import SWEEP_FAILED
-    from kbench.worker import strict_verdict
-
     phase = state.get("phase", "starting")
     if returncode is None:
         where = "building an extension" if state.get("building") else phase

@@ -27,7 +27,7 @@ def select_pairs(problems_dir: Path, solutions_dir: Path, filters: tuple[str, ..
         settings = config.fingerprint(device)
         remaining = []
         for problem, solution in pairs:
-            key = (_solution_key(solution), file_hash(solution)[:16], file_hash(problem), settings)
+            key = (_solution_key(solution), file_hash(solution), file_hash(problem), settings)
             if key in done:
                 skipped += 1
             else:
