@@ -134,7 +134,10 @@ def _lost_worker_result(base: Result, state: dict, returncode: int | None, confi
 _live_sessions: set[int] = set()
 _live_lock = threading.Lock()
 # One waiting (pre-started, warmed-up) worker per device, for evaluations; see worker.main.
-_spares: dict[str, subprocess.Popen] = {}
+# Pre-started, warmed-up workers waiting for an evaluation, per device (see worker.main). Two, so that
+# evaluations shorter than a worker's warm-up (importing torch, creating a CUDA context) still find one.
+_spares: dict[str, list[subprocess.Popen]] = {}
+WAITING_WORKERS_PER_DEVICE = 2
 
 
 def _environment(extra_environment: dict) -> dict:
@@ -151,26 +154,26 @@ def _start_worker(arguments: list[str], stdout, environment: dict) -> subprocess
     return process
 
 
-def prestart_waiting_worker(device: str) -> None:
-    """Start warming a worker for `device` now (e.g. while builds run), unless one is waiting."""
+def prestart_waiting_workers(device: str) -> None:
+    """Top up the waiting workers for `device` (e.g. while builds run)."""
     with _live_lock:
-        waiting = _spares.get(device)
-    if waiting is None or waiting.poll() is not None:
-        process = _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
-        with _live_lock:
-            _spares[device] = process
+        waiting = [process for process in _spares.get(device, []) if process.poll() is None]
+        missing = WAITING_WORKERS_PER_DEVICE - len(waiting)
+    started = [_start_worker(["--wait", device], subprocess.DEVNULL, _environment({})) for _ in range(missing)]
+    with _live_lock:
+        _spares[device] = waiting + started
 
 
 def _take_waiting_worker(device: str) -> subprocess.Popen:
-    """The waiting worker for `device` (started now if there is none), and a new one started behind it."""
+    """The longest-waiting worker for `device` (started now if there is none); then top up the pool."""
     with _live_lock:
-        spare = _spares.pop(device, None)
-    if spare is None or spare.poll() is not None:
-        spare = _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
-    replacement = _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
-    with _live_lock:
-        _spares[device] = replacement
-    return spare
+        waiting = [process for process in _spares.get(device, []) if process.poll() is None]
+        taken = waiting.pop(0) if waiting else None
+        _spares[device] = waiting
+    if taken is None:
+        taken = _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
+    prestart_waiting_workers(device)
+    return taken
 
 
 def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
@@ -205,7 +208,7 @@ def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float, extra_envi
 def stop_waiting_workers() -> None:
     """Kill the pre-started workers (at exit: nothing may outlive kbench)."""
     with _live_lock:
-        spares = list(_spares.values())
+        spares = [process for waiting in _spares.values() for process in waiting]
         _spares.clear()
     for process in spares:
         kill_session(process.pid)

@@ -17,7 +17,7 @@ from typing import Callable, Protocol
 
 from kbench.config import RunConfig
 from kbench.results import Result, Status
-from kbench.runner import evaluate, kill_all_workers, prestart_waiting_worker
+from kbench.runner import evaluate, kill_all_workers, prestart_waiting_workers
 
 Pair = tuple[Path, Path]  # (problem file, solution file)
 
@@ -85,7 +85,7 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
 
     if isinstance(executor, LocalExecutor):
         for device in devices:
-            prestart_waiting_worker(device)  # warms up while the builds run
+            prestart_waiting_workers(device)  # they warm up while the builds run
     workers = [threading.Thread(target=device_worker, args=(device,), daemon=True) for device in devices]
     for worker in workers:
         worker.start()

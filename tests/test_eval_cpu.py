@@ -156,3 +156,22 @@ def test_broken_problem_is_a_reference_error_not_the_candidates_fault(cpu_config
                        "def get_init_inputs():\n    return [0.5]\n")
     result = evaluate(problem, SOLUTIONS / "axpy/correct_plain.py", cpu_config)
     assert result.status == Status.REFERENCE_ERROR and "reference is broken" in result.message
+
+
+def test_waiting_workers_are_replaced_after_use_or_death_and_stopped(cpu_config):
+    import os
+    import signal
+
+    from kbench import runner
+
+    assert evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
+    waiting = list(runner._spares["cpu"])
+    assert len(waiting) == runner.WAITING_WORKERS_PER_DEVICE and all(p.poll() is None for p in waiting)
+    for process in waiting:  # a waiting worker that dies must not cost the next evaluation its verdict
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    assert evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
+    fresh = list(runner._spares["cpu"])
+    assert fresh and not set(p.pid for p in fresh) & set(p.pid for p in waiting)
+    runner.stop_waiting_workers()
+    assert runner._spares == {} and all(p.poll() is not None for p in fresh)
