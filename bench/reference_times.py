@@ -47,7 +47,7 @@ def time_problem(path: Path, device: torch.device, budget_s: float) -> dict:
 
     rule = timing.StopRule(warmup=2, min_samples=10, max_samples=200, target_rse=0.005, budget_s=budget_s)
     with torch.no_grad():
-        strict_samples, default_samples = timing.sample_interleaved(timing.Side(strict), timing.Side(default),
+        strict_samples, default_samples = timing.sample_interleaved([timing.Side(strict), timing.Side(default)],
                                                                     timing.CudaEventTimer(device), rule)
     strict_ms, default_ms = strict_samples.ms, default_samples.ms
     guards.set_strict_precision()

@@ -62,6 +62,10 @@ def run_options(command):
                      help="A sweep failure makes the verdict incorrect (default: a sweep_failed flag)."),
         click.option("--full-size", is_flag=True,
                      help="On a CPU device, run official sizes instead of reduced ones."),
+        click.option("--baselines", default="eager,default", show_default=True, callback=_parse_baselines,
+                     help="References to time the candidate against, comma-separated: eager (strict float32, "
+                          "always; the main speedup), default (PyTorch's default precision settings: TF32 "
+                          "convolutions), compile (torch.compile of the reference)."),
         click.option("--guards/--no-guards", "guards", default=True, show_default=True,
                      help="Anti-cheat checks that cost time (rotating timed inputs, timed-output checks, "
                           "hidden-work, op and precision checks)."),
@@ -76,11 +80,20 @@ def run_options(command):
     return command
 
 
+def _parse_baselines(context, parameter, value: str) -> tuple[str, ...]:
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ("eager", "default", "compile")]
+    if unknown:
+        raise click.BadParameter(f"unknown baseline(s) {', '.join(unknown)}; choose from eager, default, compile")
+    return tuple(name for name in names if name != "eager")
+
+
 def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budget_s, target_rse, sweep,
-                 strict, full_size, guards, cache_dir) -> RunConfig:
+                 strict, full_size, baselines, guards, cache_dir) -> RunConfig:
     return RunConfig(device=device, trials=trials, seed=seed, atol=atol, rtol=rtol, timeout_s=timeout_s,
                      time=do_time, time_budget_s=time_budget_s, target_rse=target_rse, sweep=sweep,
-                     strict=strict, full_size=full_size, guards=guards, cache_dir=cache_dir or default_cache_dir())
+                     strict=strict, full_size=full_size, baselines=baselines, guards=guards,
+                     cache_dir=cache_dir or default_cache_dir())
 
 
 @main.command("eval")

@@ -37,6 +37,13 @@ def set_strict_precision() -> None:
     torch.set_float32_matmul_precision("highest")
 
 
+def set_pytorch_default_precision() -> None:
+    """PyTorch's out-of-the-box float32 settings: TF32 allowed in cuDNN convolutions, not in matmul."""
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+
 def snapshot_settings() -> dict:
     """Global numerical settings a candidate could flip to make the reference agree or run slower."""
     matmul = torch.backends.cuda.matmul

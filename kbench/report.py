@@ -54,6 +54,7 @@ def short_path(path: str) -> str:
 def results_table(results: list[Result], title: str | None = None) -> Table:
     """One row per result: verdict, correctness numbers, median times and speedup, and why."""
     show_sizes = any(result.sizes for result in results)
+    baseline_names = sorted({name for result in results for name, _ in result.baselines})
     table = Table(title=title, header_style="bold", expand=False)
     table.add_column("solution", overflow="fold")
     table.add_column("problem")
@@ -63,6 +64,8 @@ def results_table(results: list[Result], title: str | None = None) -> Table:
     table.add_column("ref ms", justify="right")
     table.add_column("cand ms", justify="right")
     table.add_column("speedup", justify="right")
+    for name in baseline_names:
+        table.add_column(f"vs {name}", justify="right")
     table.add_column("sweep", justify="right")
     table.add_column("build s", justify="right")
     if show_sizes:
@@ -84,6 +87,7 @@ def results_table(results: list[Result], title: str | None = None) -> Table:
             format_ms(ref.median_ms if ref else None) + (f" ±{ref.iqr_ms / 2:.2g}" if ref and ref.count > 1 else ""),
             format_ms(cand.median_ms if cand else None) + (f" ±{cand.iqr_ms / 2:.2g}" if cand and cand.count > 1 else ""),
             format_speedup(result.speedup),
+            *[format_speedup(result.baseline_speedup(name)) for name in baseline_names],
             format_sweep(result),
             "-" if result.build_s is None else f"{result.build_s:.1f}" + (" (cached)" if result.build_reused else ""),
         ]

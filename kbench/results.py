@@ -83,6 +83,7 @@ class Result:
     check: CheckResult | None = None       # None when the candidate never ran
     reference_timing: Timing | None = None
     candidate_timing: Timing | None = None
+    baselines: tuple[tuple[str, Timing], ...] = ()  # other reference timings: ("default", ...), ("compile", ...)
     sweep: SweepResult | None = None       # random parameter sweep (None: not run)
     flags: tuple[str, ...] = ()            # guards that fired (see guards.py)
     build_s: float | None = None           # seconds spent in extension builds (None: no extension)
@@ -105,6 +106,16 @@ class Result:
             return None
         return stats.speedup(self.reference_timing.median_ms, self.candidate_timing.median_ms)
 
+    def baseline_median_ms(self, name: str) -> float | None:
+        timing = dict(self.baselines).get(name)
+        return timing.median_ms if timing is not None else None
+
+    def baseline_speedup(self, name: str) -> float | None:
+        """Speedup against another baseline: its median over the candidate's."""
+        if self.candidate_timing is None:
+            return None
+        return stats.speedup(self.baseline_median_ms(name), self.candidate_timing.median_ms)
+
     @property
     def ok(self) -> bool:
         return self.status == Status.CORRECT
@@ -121,8 +132,9 @@ class Result:
             data["sweep"] = SweepResult(**data["sweep"])
         for key in ("reference_timing", "candidate_timing"):
             if data.get(key) is not None:
-                timing = data[key]
-                data[key] = Timing(samples_ms=tuple(timing["samples_ms"]), timer=timing["timer"])
+                data[key] = Timing(samples_ms=tuple(data[key]["samples_ms"]), timer=data[key]["timer"])
+        data["baselines"] = tuple((name, Timing(samples_ms=tuple(timing["samples_ms"]), timer=timing["timer"]))
+                                  for name, timing in data.get("baselines") or ())
         data["flags"] = tuple(data.get("flags") or ())
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
@@ -156,6 +168,10 @@ class Result:
             "cand_iqr_ms": cand.iqr_ms if cand else None,
             "cand_samples": cand.count if cand else None,
             "speedup": self.speedup,
+            "default_median_ms": self.baseline_median_ms("default"),
+            "speedup_default": self.baseline_speedup("default"),
+            "compile_median_ms": self.baseline_median_ms("compile"),
+            "speedup_compile": self.baseline_speedup("compile"),
             "sweep_passed": sweep.passed if sweep else None,
             "sweep_run": sweep.run if sweep else None,
             "sweep_skipped": sweep.skipped if sweep else None,

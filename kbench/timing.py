@@ -77,17 +77,16 @@ class StopRule:
     warmup: int               # untimed calls of each side first
     min_samples: int          # samples before the precision target may stop sampling
     max_samples: int          # hard cap
-    target_rse: float         # stop once both sides' relative standard error is below this
+    target_rse: float         # stop once every side's relative standard error is below this
     budget_s: float           # stop once this much wall time has gone into sampling
 
-    def done(self, reference_ms: list[float], candidate_ms: list[float], elapsed_s: float) -> bool:
-        count = min(len(reference_ms), len(candidate_ms))
+    def done(self, samples_ms: list[list[float]], elapsed_s: float) -> bool:
+        count = min(len(ms) for ms in samples_ms)
         if count < MIN_SAMPLES_ALWAYS:
             return False
         if count >= self.max_samples or elapsed_s >= self.budget_s:
             return True
-        precise = (stats.relative_standard_error(reference_ms) < self.target_rse
-                   and stats.relative_standard_error(candidate_ms) < self.target_rse)
+        precise = all(stats.relative_standard_error(ms) < self.target_rse for ms in samples_ms)
         return count >= self.min_samples and precise
 
 
@@ -110,20 +109,21 @@ class Samples:
     wall_ms: list[float] = field(default_factory=list)   # wall milliseconds until the device was idle
 
 
-def sample_interleaved(reference: Side, candidate: Side, timer: Timer, rule: StopRule,
-                       clock: Callable[[], float] = time.monotonic) -> tuple[Samples, Samples]:
-    """Time reference and candidate alternately, so drift in clocks or load cancels in the ratio."""
+def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
+                       clock: Callable[[], float] = time.monotonic) -> list[Samples]:
+    """Time the sides in turn, round after round (reference, candidate, baselines), so drift in clocks
+    or load cancels in their ratios. Stops when every side is precise enough or the budget is spent."""
     for _ in range(rule.warmup):
-        _measure(reference, timer)
-        _measure(candidate, timer)
-    reference_samples, candidate_samples = Samples(), Samples()
+        for side in sides:
+            _measure(side, timer)
+    samples = [Samples() for _ in sides]
     started = clock()
-    while not rule.done(reference_samples.ms, candidate_samples.ms, clock() - started):
-        for side, samples in ((reference, reference_samples), (candidate, candidate_samples)):
+    while not rule.done([side_samples.ms for side_samples in samples], clock() - started):
+        for side, side_samples in zip(sides, samples):
             timed_ms, wall_ms = _measure(side, timer)
-            samples.ms.append(timed_ms)
-            samples.wall_ms.append(wall_ms)
-    return reference_samples, candidate_samples
+            side_samples.ms.append(timed_ms)
+            side_samples.wall_ms.append(wall_ms)
+    return samples
 
 
 def _measure(side: Side, timer: Timer) -> tuple[float, float]:

@@ -183,10 +183,11 @@ def _evaluate(job: Job, config, device, state: "Progress"):
                 raise Stop(Status.INCORRECT, state.check.first_mismatch or "outputs differ")
             if config.guards:
                 _note_reference_ops(reference_model, candidate_model, make_inputs(config.seed), device, state)
-            timings = _time(reference_model, candidate_model, make_inputs, config, device, state)
+            *timings, baselines = _time(reference_model, candidate_model, make_inputs, config, device, state)
             _guard(state, "timing ModelNew")
         state.provisional = state.finish(status=Status.CORRECT, check=state.check, reference_timing=timings[0],
-                                         candidate_timing=timings[1], message="; ".join(state.flag_messages))
+                                         candidate_timing=timings[1], baselines=tuple(baselines.items()),
+                                         message="; ".join(state.flag_messages + state.notes))
         sweep = None
         if config.sweep > 0:
             sweep = _sweep(problem_module, solution_module, config, device, state)
@@ -194,7 +195,8 @@ def _evaluate(job: Job, config, device, state: "Progress"):
                 state.flag(guards.SWEEP_FAILED, f"sweep failed at {sweep.first_failure}")
             _guard(state, "sweeping ModelNew")
     result = state.finish(status=Status.CORRECT, check=state.check, reference_timing=timings[0],
-                          candidate_timing=timings[1], sweep=sweep, message="; ".join(state.flag_messages))
+                          candidate_timing=timings[1], baselines=tuple(baselines.items()), sweep=sweep,
+                          message="; ".join(state.flag_messages + state.notes))
     return strict_verdict(result, config.strict)
 
 
@@ -343,23 +345,23 @@ def _note_low_precision(reference_model, inputs, reference_output, candidate_out
 
 
 def _time(reference_model, candidate_model, make_inputs, config, device, state):
-    """(reference Timing, candidate Timing), or (None, None) when timing is off.
+    """(reference Timing, candidate Timing, {baseline: Timing}), or Nones when timing is off.
 
     With guards on, timed calls rotate through several input sets loaded into the same buffers, the
     candidate's outputs are checked against the reference's for those inputs (a random sample of
     calls when outputs are large), and reference outputs are poisoned before they are freed.
+    Baselines (PyTorch's default precision settings, torch.compile) are timed in the same rounds.
     """
     if not config.time:
-        return None, None
+        return None, None, {}
     state.write("timing")
     rotation = _rotation_size(make_inputs(config.seed), config, device)
     input_sets = [make_inputs(config.seed + 100 + index) for index in range(rotation)]
     expected = [_call(reference_model, _clone(inputs), device, Status.REFERENCE_ERROR, "reference forward failed: ")
                 for inputs in input_sets] if config.guards else []
-    reference_buffers, candidate_buffers = _clone(input_sets[0]), _clone(input_sets[0])
     checker = _TimedOutputChecker(expected, config, state) if config.guards else None
 
-    def loader(buffers):
+    def loader(buffers, on_load=lambda index: None):
         position = {"next": 0}
 
         def load():
@@ -368,30 +370,63 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state):
             for buffer, source in zip(buffers, input_sets[index]):
                 if isinstance(buffer, torch.Tensor):
                     buffer.copy_(source)
-            if buffers is candidate_buffers and checker:
-                checker.current = index
+            on_load(index)
         return load
 
-    reference = timing.Side(lambda: reference_model(*reference_buffers), prepare=loader(reference_buffers),
-                            inspect=guards.poison if config.guards else timing._nothing)
-    candidate = timing.Side(lambda: candidate_model(*candidate_buffers), prepare=loader(candidate_buffers),
-                            inspect=checker.inspect if checker else timing._nothing)
+    def side(model, prepare_settings=None, inspect=guards.poison if config.guards else timing._nothing,
+             on_load=lambda index: None):
+        buffers = _clone(input_sets[0])
+        load = loader(buffers, on_load)
+
+        def prepare():
+            load()
+            if prepare_settings:
+                prepare_settings()
+
+        def after(output):
+            inspect(output)
+            guards.set_strict_precision()  # whatever a baseline changed, the checking policy is back
+        return timing.Side(lambda: model(*buffers), prepare=prepare, inspect=after)
+
+    sides = {"eager": side(reference_model),
+             "candidate": side(candidate_model, inspect=checker.inspect if checker else timing._nothing,
+                               on_load=lambda index: setattr(checker, "current", index) if checker else None)}
+    if "default" in config.baselines:
+        sides["default"] = side(reference_model, prepare_settings=guards.set_pytorch_default_precision)
+    if "compile" in config.baselines:
+        compiled = _compiled_reference(reference_model, input_sets[0], state)
+        if compiled is not None:
+            sides["compile"] = side(compiled)
     timer = timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
     rule = timing.StopRule(warmup=config.warmup, min_samples=config.min_samples, max_samples=config.max_samples,
                            target_rse=config.target_rse, budget_s=config.time_budget_s)
     try:
-        reference_samples, candidate_samples = timing.sample_interleaved(reference, candidate, timer, rule)
+        samples = dict(zip(sides, timing.sample_interleaved(list(sides.values()), timer, rule)))
     except Stop:
         raise
     except Exception as error:
         raise Stop(Status.RUNTIME_ERROR, f"failed while timing: {one_line(error)}")
     _raise_if_rejected(state)
+    reference_samples, candidate_samples = samples.pop("eager"), samples.pop("candidate")
     if config.guards and device.type == "cuda":
         hidden = guards.hidden_work_message(reference_samples.ms, reference_samples.wall_ms,
                                             candidate_samples.ms, candidate_samples.wall_ms)
         if hidden:
             state.flag(guards.SIDE_STREAM, hidden)
-    return Timing(tuple(reference_samples.ms), timer.name), Timing(tuple(candidate_samples.ms), timer.name)
+    baselines = {name: Timing(tuple(side_samples.ms), timer.name) for name, side_samples in samples.items()}
+    return Timing(tuple(reference_samples.ms), timer.name), Timing(tuple(candidate_samples.ms), timer.name), baselines
+
+
+def _compiled_reference(reference_model, inputs, state):
+    """torch.compile of the reference, compiled here (untimed); None when it does not compile."""
+    try:
+        compiled = torch.compile(reference_model)
+        compiled(*_clone(inputs))
+        return compiled
+    except Exception as error:  # the baseline is missing, which is not the candidate's fault
+        print(f"kbench: torch.compile baseline unavailable: {one_line(error)}", flush=True)
+        state.notes.append(f"compile baseline unavailable ({one_line(error)})")
+        return None
 
 
 # Timed outputs up to this size are all checked; larger ones on a random sample of calls.
@@ -522,6 +557,7 @@ class Progress:
         self.harness = None
         self.flags: list[str] = []
         self.flag_messages: list[str] = []
+        self.notes: list[str] = []  # things worth saying that are not flags (a baseline that could not run)
 
     def write(self, phase: str, current: str = "") -> None:
         now = time.monotonic()

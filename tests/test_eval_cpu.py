@@ -175,3 +175,17 @@ def test_waiting_workers_are_replaced_after_use_or_death_and_stopped(cpu_config)
     assert fresh and not set(p.pid for p in fresh) & set(p.pid for p in waiting)
     runner.stop_waiting_workers()
     assert runner._spares == {} and all(p.poll() is not None for p in fresh)
+
+
+def test_baselines_pytorch_defaults_and_compile_are_timed_in_the_same_rounds(cpu_config):
+    config = replace(cpu_config, baselines=("default", "compile"), sweep=0)
+    result = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", config)
+    assert result.status == Status.CORRECT, result.message
+    names = [name for name, _ in result.baselines]
+    assert names == ["default", "compile"]
+    for name, timing in result.baselines:
+        assert timing.count == result.candidate_timing.count  # sampled round by round with the others
+        assert result.baseline_speedup(name) > 0
+    row = result.to_row()
+    assert row["speedup_compile"] == result.baseline_speedup("compile") and row["default_median_ms"] > 0
+    assert not result.flags  # compiling the reference must not look like tampering

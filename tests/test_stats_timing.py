@@ -61,7 +61,7 @@ def test_sampling_stops_when_precise_and_interleaves():
         clock.now += 0.001
 
     rule = StopRule(warmup=2, min_samples=5, max_samples=100, target_rse=0.01, budget_s=100)
-    reference_samples, candidate_samples = sample_interleaved(Side(reference), Side(candidate), HostTimer(clock),
+    reference_samples, candidate_samples = sample_interleaved([Side(reference), Side(candidate)], HostTimer(clock),
                                                               rule, clock=clock)
     reference_ms, candidate_ms = reference_samples.ms, candidate_samples.ms
     # Constant durations: zero spread, so sampling stops at min_samples.
@@ -76,7 +76,7 @@ def test_sampling_stops_at_budget_with_noisy_samples():
     reference = make_call(clock, [0.001, 0.009] * 10_000)
     candidate = make_call(clock, [0.009, 0.001] * 10_000)
     rule = StopRule(warmup=0, min_samples=5, max_samples=10_000, target_rse=1e-6, budget_s=0.5)
-    reference_samples, _ = sample_interleaved(Side(reference), Side(candidate), HostTimer(clock), rule, clock=clock)
+    reference_samples, _ = sample_interleaved([Side(reference), Side(candidate)], HostTimer(clock), rule, clock=clock)
     reference_ms = reference_samples.ms
     # Each round costs 10 ms of fake time: the 0.5 s budget allows about 50 rounds.
     assert 45 <= len(reference_ms) <= 55
@@ -89,7 +89,7 @@ def test_sampling_takes_a_minimum_even_when_budget_is_spent():
         clock.now += 10.0
 
     rule = StopRule(warmup=0, min_samples=10, max_samples=100, target_rse=0.01, budget_s=0.1)
-    reference_samples, candidate_samples = sample_interleaved(Side(slow), Side(slow), HostTimer(clock), rule,
+    reference_samples, candidate_samples = sample_interleaved([Side(slow), Side(slow)], HostTimer(clock), rule,
                                                               clock=clock)
     assert len(reference_samples.ms) == len(candidate_samples.ms) == 3
 
@@ -108,6 +108,25 @@ def test_prepare_and_inspect_run_around_every_call_untimed():
 
     side = Side(call, prepare=prepare, inspect=lambda output: seen.append(output))
     rule = StopRule(warmup=1, min_samples=3, max_samples=3, target_rse=1.0, budget_s=1e9)
-    samples, _ = sample_interleaved(side, Side(call), HostTimer(clock), rule, clock=clock)
+    samples, _ = sample_interleaved([side, Side(call)], HostTimer(clock), rule, clock=clock)
     assert samples.ms == pytest.approx([1.0, 1.0, 1.0])
     assert seen == ["prepare", "output"] * 4
+
+
+def test_every_side_is_sampled_in_turn_and_all_must_be_precise():
+    clock = FakeClock()
+    order = []
+
+    def side(name, seconds):
+        def call():
+            order.append(name)
+            clock.now += next(seconds)
+        return Side(call)
+
+    steady = iter([0.001] * 1000)
+    noisy = iter([0.001, 0.003] * 500)
+    rule = StopRule(warmup=0, min_samples=3, max_samples=20, target_rse=0.01, budget_s=1e9)
+    samples = sample_interleaved([side("a", steady), side("b", iter([0.002] * 1000)), side("c", noisy)],
+                                 HostTimer(clock), rule, clock=clock)
+    assert order[:6] == ["a", "b", "c", "a", "b", "c"]
+    assert [len(s.ms) for s in samples] == [20, 20, 20]  # the noisy side keeps everyone sampling
