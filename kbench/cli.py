@@ -20,7 +20,7 @@ from kbench.report import results_table
 from kbench.results import Status, append_row
 from kbench.solution import PairingError, default_problem_dirs, pair_problem
 
-EXIT_ALL_CORRECT, EXIT_SOME_NOT_CORRECT, EXIT_USAGE = 0, 1, 2
+EXIT_ALL_CORRECT, EXIT_SOME_NOT_CORRECT = 0, 1  # usage errors exit 2 through click
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

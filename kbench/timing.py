@@ -90,7 +90,7 @@ class StopRule:
         return count >= self.min_samples and precise
 
 
-def _nothing(*_args) -> None:
+def do_nothing(*_args) -> None:
     return None
 
 
@@ -99,8 +99,8 @@ class Side:
     """One side of a timing comparison: the timed call and untimed work around it."""
 
     call: Callable[[], object]                           # timed
-    prepare: Callable[[], None] = _nothing               # before each call (e.g. load the next inputs)
-    inspect: Callable[[object], None] = _nothing         # after each call, given its output
+    prepare: Callable[[], None] = do_nothing               # before each call (e.g. load the next inputs)
+    inspect: Callable[[object], None] = do_nothing         # after each call, given its output
 
 
 @dataclass

@@ -373,7 +373,7 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state):
             on_load(index)
         return load
 
-    def side(model, prepare_settings=None, inspect=guards.poison if config.guards else timing._nothing,
+    def side(model, prepare_settings=None, inspect=guards.poison if config.guards else timing.do_nothing,
              on_load=lambda index: None):
         buffers = _clone(input_sets[0])
         load = loader(buffers, on_load)
@@ -388,9 +388,13 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state):
             guards.set_strict_precision()  # whatever a baseline changed, the checking policy is back
         return timing.Side(lambda: model(*buffers), prepare=prepare, inspect=after)
 
+    def track_input_set(index: int) -> None:
+        if checker:
+            checker.current = index  # which expected output the candidate's next output is checked against
+
     sides = {"eager": side(reference_model),
-             "candidate": side(candidate_model, inspect=checker.inspect if checker else timing._nothing,
-                               on_load=lambda index: setattr(checker, "current", index) if checker else None)}
+             "candidate": side(candidate_model, inspect=checker.inspect if checker else timing.do_nothing,
+                               on_load=track_input_set)}
     if "default" in config.baselines:
         sides["default"] = side(reference_model, prepare_settings=guards.set_pytorch_default_precision)
     if "compile" in config.baselines:
