@@ -62,7 +62,7 @@ def run_options(command):
                      help="A sweep failure makes the verdict incorrect (default: a sweep_failed flag)."),
         click.option("--full-size", is_flag=True,
                      help="On a CPU device, run official sizes instead of reduced ones."),
-        click.option("--baselines", default="eager,default", show_default=True, callback=_parse_baselines,
+        click.option("--baselines", default="eager", show_default=True, callback=_parse_baselines,
                      help="References to time the candidate against, comma-separated: eager (strict float32, "
                           "always; the main speedup), default (PyTorch's default precision settings: TF32 "
                           "convolutions), compile (torch.compile of the reference)."),

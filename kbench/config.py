@@ -41,7 +41,7 @@ class RunConfig:
     strict: bool = False            # a sweep failure makes the verdict `incorrect` (else: a flag)
     full_size: bool = False         # on a CPU device, run official sizes instead of reduced ones
     guards: bool = True             # anti-cheat checks that cost time (see guards.py); cheap ones always run
-    baselines: tuple[str, ...] = ("default",)  # also timed: "default" (PyTorch's precision settings), "compile"
+    baselines: tuple[str, ...] = ()  # also timed: "default" (PyTorch's precision settings), "compile"
 
     def tolerance_for(self, dtype_name: str) -> tuple[float, float]:
         """(atol, rtol) for an output dtype: user overrides win over the per-dtype defaults."""
