@@ -21,13 +21,6 @@ from kbench import guards, stats, timing
 from kbench.problem import load_module
 
 
-def pytorch_defaults() -> None:
-    """PyTorch's out-of-the-box float32 settings: TF32 allowed for cuDNN convolutions, not for matmul."""
-    torch.backends.cudnn.allow_tf32 = True
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-
-
 def time_problem(path: Path, device: torch.device, budget_s: float) -> dict:
     module = load_module(path, "bench_problem")
     torch.manual_seed(0)
@@ -42,7 +35,7 @@ def time_problem(path: Path, device: torch.device, budget_s: float) -> dict:
         model(*inputs)
 
     def default():
-        pytorch_defaults()
+        guards.set_pytorch_default_precision()
         model(*inputs)
 
     rule = timing.StopRule(warmup=2, min_samples=10, max_samples=200, target_rse=0.005, budget_s=budget_s)
