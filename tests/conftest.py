@@ -58,3 +58,16 @@ def cpu_config(cache_dir) -> RunConfig:
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), CPP_FIXTURES))
     return config
+
+
+_judged: dict = {}
+
+
+def judged(config: RunConfig, solution: Path, problem: Path):
+    """Evaluate a fixture once per session (builds are slow here) and reuse the result."""
+    from kbench.runner import evaluate
+
+    key = (solution, problem)
+    if key not in _judged:
+        _judged[key] = evaluate(problem, solution, config)
+    return _judged[key]

@@ -13,18 +13,12 @@ from kbench.results import Status
 from kbench.runner import evaluate
 
 from conftest import PROBLEMS, SOLUTIONS
+from conftest import judged as judged_once
 
 AXPY = PROBLEMS / "axpy.py"
 
-_results: dict = {}
-
-
 def judged(config, solution: str, problem: Path = AXPY):
-    """Evaluate a fixture once per session (builds are slow here) and reuse the result."""
-    key = (solution, problem)
-    if key not in _results:
-        _results[key] = evaluate(problem, SOLUTIONS / solution, config)
-    return _results[key]
+    return judged_once(config, SOLUTIONS / solution, problem)
 
 
 @pytest.mark.parametrize("solution, status, message", [

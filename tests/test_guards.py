@@ -15,20 +15,15 @@ from kbench.results import Status
 from kbench.runner import evaluate
 
 from conftest import FIXTURES, PROBLEMS
+from conftest import judged as judged_once
 
 CHEATS = FIXTURES / "cheats"
 AXPY = PROBLEMS / "axpy.py"
 CONVT = CHEATS / "problems" / "convt1d_small.py"
 NEAR_CONSTANT = CHEATS / "problems" / "near_constant.py"
 
-_results: dict = {}
-
-
 def judged(config, solution: str, problem):
-    key = (solution, problem)
-    if key not in _results:
-        _results[key] = evaluate(problem, CHEATS / solution, config)
-    return _results[key]
+    return judged_once(config, CHEATS / solution, problem)
 
 
 @pytest.mark.parametrize("solution, problem, flag", [
