@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbench.solution import PairingError, pair_problem
+from kbench.solution import find_pairs
 
 
 @dataclass(frozen=True)
@@ -49,15 +49,11 @@ def describe_problems(problems_dir: Path, solutions_dir: Path) -> list[ProblemEn
 
 
 def _paired_solutions(problems_dir: Path, solutions_dir: Path) -> dict[Path, list[str]]:
+    """Solutions per problem, discovered and paired exactly as `kbench sweep` does."""
     paired: dict[Path, list[str]] = {}
     if not solutions_dir.is_dir():
         return paired
-    for solution in sorted(solutions_dir.rglob("*.py")):
-        if solution.name.startswith("_"):
-            continue
-        try:
-            problem = pair_problem(solution, [problems_dir])
-        except PairingError:
-            continue
+    pairs, _ = find_pairs(problems_dir, solutions_dir)
+    for problem, solution in pairs:
         paired.setdefault(problem.resolve(), []).append(str(solution.relative_to(solutions_dir)))
     return paired
