@@ -15,7 +15,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeRemainingColumn)
 
 from kbench import __version__
-from kbench.config import RunConfig, default_cache_dir
+from kbench.config import PYTORCH_DEFAULT, STRICT_FP32, RunConfig, default_cache_dir
 from kbench.report import results_table
 from kbench.results import Status, append_row
 from kbench.solution import PairingError, default_problem_dirs, pair_problem
@@ -45,7 +45,7 @@ def run_options(command):
         click.option("--seed", default=42, show_default=True, type=int,
                      help="Base seed for parameters (models) and inputs (trial i uses seed + i)."),
         click.option("--atol", type=click.FloatRange(0), default=None,
-                     help="Absolute tolerance [default: 1e-4 float32, 1e-2 float16/bfloat16]."),
+                     help="Absolute tolerance [default: float32 1e-4 (1e-2 under --policy pytorch), float16/bfloat16 1e-2]."),
         click.option("--rtol", type=click.FloatRange(0), default=None,
                      help="Relative tolerance [default: as --atol]."),
         click.option("--timeout", "timeout_s", default=900.0, show_default=True, type=click.FloatRange(1),
@@ -62,10 +62,18 @@ def run_options(command):
                      help="A sweep failure makes the verdict incorrect (default: a sweep_failed flag)."),
         click.option("--full-size", is_flag=True,
                      help="On a CPU device, run official sizes instead of reduced ones."),
-        click.option("--baselines", default="eager", show_default=True, callback=_parse_baselines,
-                     help="References to time the candidate against, comma-separated: eager (strict float32, "
-                          "always; the main speedup), default (PyTorch's default precision settings: TF32 "
-                          "convolutions), compile (torch.compile of the reference)."),
+        click.option("--policy", type=click.Choice(["strict", "pytorch"]), default="strict", show_default=True,
+                     callback=_parse_policy,
+                     help="Precision policy of the check and the main speedup: strict (true float32, no TF32) "
+                          "or pytorch (PyTorch's defaults: TF32 convolutions; float32 tolerance 1e-2)."),
+        click.option("--baselines", default="eager,default", show_default=True, callback=_parse_baselines,
+                     help="References to time the candidate against, comma-separated: eager (the reference "
+                          "under --policy, always; the main speedup), default (PyTorch's default precision "
+                          "settings: TF32 convolutions), compile (torch.compile of the reference)."),
+        click.option("--cuda-graph", is_flag=True,
+                     help="Time replays of a captured CUDA graph of each call (L2 still flushed between "
+                          "replays): for short kernels where launch overhead dominates. Falls back to plain "
+                          "timing, with a note, when a model cannot be captured."),
         click.option("--guards/--no-guards", "guards", default=True, show_default=True,
                      help="Anti-cheat checks that cost time (rotating timed inputs, timed-output checks, "
                           "hidden-work, op and precision checks)."),
@@ -80,6 +88,10 @@ def run_options(command):
     return command
 
 
+def _parse_policy(context, parameter, value: str) -> str:
+    return {"strict": STRICT_FP32, "pytorch": PYTORCH_DEFAULT}[value]
+
+
 def _parse_baselines(context, parameter, value: str) -> tuple[str, ...]:
     names = [name.strip() for name in value.split(",") if name.strip()]
     unknown = [name for name in names if name not in ("eager", "default", "compile")]
@@ -89,11 +101,11 @@ def _parse_baselines(context, parameter, value: str) -> tuple[str, ...]:
 
 
 def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budget_s, target_rse, sweep,
-                 strict, full_size, baselines, guards, cache_dir) -> RunConfig:
+                 strict, full_size, policy, baselines, cuda_graph, guards, cache_dir) -> RunConfig:
     return RunConfig(device=device, trials=trials, seed=seed, atol=atol, rtol=rtol, timeout_s=timeout_s,
                      time=do_time, time_budget_s=time_budget_s, target_rse=target_rse, sweep=sweep,
-                     strict=strict, full_size=full_size, baselines=baselines, guards=guards,
-                     cache_dir=cache_dir or default_cache_dir())
+                     strict=strict, full_size=full_size, policy=policy, baselines=baselines,
+                     cuda_graph=cuda_graph, guards=guards, cache_dir=cache_dir or default_cache_dir())
 
 
 @main.command("eval")

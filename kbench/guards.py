@@ -1,7 +1,8 @@
 """Defences against candidates that fake correctness or speed.
 
 Flags are names. REJECTING flags turn a result into `rejected` (it never counts as correct or fast);
-NOTING flags are shown and become `incorrect` only under --strict.
+NOTING flags are shown and become `incorrect` only under --strict. WARNING flags are about the
+measurement, not the candidate: shown, never a verdict.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Callable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from kbench.config import PYTORCH_DEFAULT
 
 # Rejecting flags.
 MUTATED_INPUTS = "mutated_inputs"        # a forward call changed its input tensors
@@ -26,8 +29,12 @@ CALLS_REFERENCE_OP = "calls_reference_op"  # ran an aten op that carries the ref
 LOW_PRECISION = "low_precision"          # error against float64 truth >= 10x the float32 reference's
 WEAK_CHECK = "weak_check"                # reference output nearly constant or nearly zero
 
+# Warning flags.
+THROTTLED = "throttled"                  # the SM clock fell by more than 10% while timing: times are suspect
+
 REJECTING = (MUTATED_INPUTS, CHANGED_SETTINGS, STALE_OUTPUT, SIDE_STREAM, HARNESS_TAMPERING, NON_PLAIN_OUTPUT)
 NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK)
+WARNING = (THROTTLED,)
 
 
 def set_strict_precision() -> None:
@@ -42,6 +49,28 @@ def set_pytorch_default_precision() -> None:
     torch.backends.cudnn.allow_tf32 = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
+
+
+# A fall of the SM clock beyond this fraction while timing makes the times suspect.
+THROTTLE_DROP = 0.10
+
+
+def throttle_message(clocks) -> str | None:
+    """A warning when the SM clock fell by more than THROTTLE_DROP while timing (results.ClockRecord)."""
+    if clocks is None or clocks.sm_drop is None or clocks.sm_drop <= THROTTLE_DROP:
+        return None
+    temperatures = "" if clocks.temperature_c_end is None else \
+        f", temperature {clocks.temperature_c_start:g} -> {clocks.temperature_c_end:g} C"
+    return (f"SM clock fell {clocks.sm_drop:.0%} while timing ({clocks.sm_mhz_start:g} MHz at the start, "
+            f"{clocks.sm_mhz_min:g} lowest{temperatures}): times may be slow")
+
+
+def apply_policy(policy: str) -> None:
+    """The settings of a precision policy (see config.POLICIES)."""
+    if policy == PYTORCH_DEFAULT:
+        set_pytorch_default_precision()
+    else:
+        set_strict_precision()
 
 
 def snapshot_settings() -> dict:
@@ -108,7 +137,8 @@ WATCHED_FUNCTIONS = (
     "torch.nn.Module.__call__", "torch.nn.Module._call_impl",
     "kbench.check.compare", "kbench.check._compare_tensor", "kbench.timing.sample_interleaved",
     "kbench.timing.CudaEventTimer.measure", "kbench.timing.HostTimer.measure", "kbench.guards.snapshot_settings",
-    "kbench.guards.inputs_mutated",
+    "kbench.guards.inputs_mutated", "kbench.timing.capture_graph", "torch.cuda.CUDAGraph.replay",
+    "torch.cuda.graph.__enter__", "torch.cuda.clock_rate",
 )
 
 

@@ -55,7 +55,7 @@ class SweepResult:
 @dataclass(frozen=True)
 class Timing:
     samples_ms: tuple[float, ...]       # raw samples, in the order taken
-    timer: str                          # "cuda-events" or "host-clock"
+    timer: str                          # "cuda-events", "cuda-graph" (replays timed by events) or "host-clock"
 
     @property
     def median_ms(self) -> float:
@@ -68,6 +68,29 @@ class Timing:
     @property
     def count(self) -> int:
         return len(self.samples_ms)
+
+
+@dataclass(frozen=True)
+class ClockRecord:
+    """The GPU's SM clock and temperature while an evaluation was timed (None: not readable)."""
+
+    sm_mhz_start: float | None = None   # after the warm-up calls, before the first sample
+    sm_mhz_end: float | None = None     # after the last sample
+    sm_mhz_min: float | None = None     # lowest reading in between (read about every 0.5 s)
+    sm_drop: float | None = None        # largest fall from an earlier reading to a later one, fraction
+    temperature_c_start: float | None = None
+    temperature_c_end: float | None = None
+
+    @classmethod
+    def from_readings(cls, readings) -> "ClockRecord":
+        """From timing.ClockReading values in the order read."""
+        clocks = [reading.sm_mhz for reading in readings if reading.sm_mhz is not None]
+        temperatures = [reading.temperature_c for reading in readings if reading.temperature_c is not None]
+        return cls(sm_mhz_start=clocks[0] if clocks else None, sm_mhz_end=clocks[-1] if clocks else None,
+                   sm_mhz_min=min(clocks) if clocks else None,
+                   sm_drop=stats.largest_drop(clocks) if clocks else None,
+                   temperature_c_start=temperatures[0] if temperatures else None,
+                   temperature_c_end=temperatures[-1] if temperatures else None)
 
 
 @dataclass(frozen=True)
@@ -85,6 +108,7 @@ class Result:
     candidate_timing: Timing | None = None
     baselines: tuple[tuple[str, Timing], ...] = ()  # other reference timings: ("default", ...), ("compile", ...)
     sweep: SweepResult | None = None       # random parameter sweep (None: not run)
+    clocks: ClockRecord | None = None      # GPU clock and temperature while timing (None: not timed on a GPU)
     flags: tuple[str, ...] = ()            # guards that fired (see guards.py)
     build_s: float | None = None           # seconds spent in extension builds (None: no extension)
     build_reused: bool | None = None       # True when every extension came from the build cache
@@ -130,6 +154,8 @@ class Result:
             data["check"] = CheckResult(**data["check"])
         if data.get("sweep") is not None:
             data["sweep"] = SweepResult(**data["sweep"])
+        if data.get("clocks") is not None:
+            data["clocks"] = ClockRecord(**data["clocks"])
         for key in ("reference_timing", "candidate_timing"):
             if data.get(key) is not None:
                 data[key] = Timing(samples_ms=tuple(data[key]["samples_ms"]), timer=data[key]["timer"])
@@ -145,6 +171,7 @@ class Result:
         ref = self.reference_timing
         cand = self.candidate_timing
         sweep = self.sweep
+        clocks = self.clocks or ClockRecord()
         return {
             "time": self.time,
             "run_id": self.run_id,
@@ -178,6 +205,12 @@ class Result:
             "sweep_failure": sweep.first_failure if sweep else None,
             "timer": cand.timer if cand else None,
             "policy": self.policy,
+            "sm_mhz_start": clocks.sm_mhz_start,
+            "sm_mhz_end": clocks.sm_mhz_end,
+            "sm_mhz_min": clocks.sm_mhz_min,
+            "sm_drop": clocks.sm_drop,
+            "temperature_c_start": clocks.temperature_c_start,
+            "temperature_c_end": clocks.temperature_c_end,
             "sizes": self.sizes,
             "build_s": self.build_s,
             "build_reused": self.build_reused,

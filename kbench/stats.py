@@ -29,6 +29,23 @@ def relative_standard_error(samples: Sequence[float]) -> float:
     return statistics.stdev(samples) / math.sqrt(len(samples)) / mean
 
 
+def largest_drop(values: Sequence[float]) -> float:
+    """Largest fall from a value to any later one, as a fraction of the earlier value (0 if none)."""
+    drop, highest = 0.0, 0.0
+    for value in values:
+        highest = max(highest, value)
+        if highest > 0:
+            drop = max(drop, (highest - value) / highest)
+    return drop
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float:
+    """Sample standard deviation over the mean (0 for fewer than two values)."""
+    if len(values) < 2 or statistics.fmean(values) == 0:
+        return 0.0
+    return statistics.stdev(values) / statistics.fmean(values)
+
+
 def speedup(reference_ms: float | None, candidate_ms: float | None) -> float | None:
     if not reference_ms or not candidate_ms:
         return None

@@ -94,6 +94,32 @@ def do_nothing(*_args) -> None:
     return None
 
 
+def capture_graph(call: Callable[[], object], warmup: int = 2) -> Callable[[], object]:
+    """A call that replays one captured `call` as a CUDA graph and returns the captured output.
+
+    Replays cost one launch however many kernels the call runs, so short multi-kernel calls are timed
+    without the host's launch overhead. Raises when `call` cannot be captured (it synchronises, or
+    launches on the legacy default stream).
+    """
+    import torch
+
+    # Warm-up runs outside the capture: lazy initialisation and algorithm choice must not be captured.
+    warmup_stream = torch.cuda.Stream()
+    warmup_stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(warmup_stream):
+        for _ in range(warmup):
+            call()
+    torch.cuda.current_stream().wait_stream(warmup_stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        output = call()
+
+    def replay():
+        graph.replay()
+        return output
+    return replay
+
+
 @dataclass(frozen=True)
 class Side:
     """One side of a timing comparison: the timed call and untimed work around it."""
@@ -103,6 +129,42 @@ class Side:
     inspect: Callable[[object], None] = do_nothing         # after each call, given its output
 
 
+@dataclass(frozen=True)
+class ClockReading:
+    sm_mhz: float | None          # SM clock, None when it cannot be read
+    temperature_c: float | None   # GPU temperature, None when it cannot be read
+
+
+class ClockLog:
+    """SM clock and temperature while timing: read at the start, about every `every_s`, and at the end."""
+
+    def __init__(self, read: Callable[[], ClockReading], every_s: float = 0.5,
+                 clock: Callable[[], float] = time.monotonic):
+        self.read = read
+        self.every_s = every_s
+        self.clock = clock
+        self.readings: list[ClockReading] = []
+        self._last_s: float | None = None
+
+    def record(self, force: bool = False) -> None:
+        now = self.clock()
+        if force or self._last_s is None or now - self._last_s >= self.every_s:
+            self.readings.append(self.read())
+            self._last_s = now
+
+
+def nvml_clock_reader(device) -> Callable[[], ClockReading]:
+    """Reads the device's SM clock and temperature through NVML (via torch); None where that fails."""
+    import torch
+
+    def read_or_none(read):
+        try:
+            return float(read(device))
+        except Exception:  # no NVML (pynvml missing, sandboxed driver): the reading is simply absent
+            return None
+    return lambda: ClockReading(read_or_none(torch.cuda.clock_rate), read_or_none(torch.cuda.temperature))
+
+
 @dataclass
 class Samples:
     ms: list[float] = field(default_factory=list)        # timed milliseconds per call
@@ -110,19 +172,27 @@ class Samples:
 
 
 def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
-                       clock: Callable[[], float] = time.monotonic) -> list[Samples]:
+                       clock: Callable[[], float] = time.monotonic,
+                       clock_log: ClockLog | None = None) -> list[Samples]:
     """Time the sides in turn, round after round (reference, candidate, baselines), so drift in clocks
-    or load cancels in their ratios. Stops when every side is precise enough or the budget is spent."""
+    or load cancels in their ratios. Stops when every side is precise enough or the budget is spent.
+    `clock_log`, when given, reads the GPU clock after the warm-up, between rounds and at the end."""
     for _ in range(rule.warmup):
         for side in sides:
             _measure(side, timer)
     samples = [Samples() for _ in sides]
+    if clock_log:
+        clock_log.record(force=True)
     started = clock()
     while not rule.done([side_samples.ms for side_samples in samples], clock() - started):
         for side, side_samples in zip(sides, samples):
             timed_ms, wall_ms = _measure(side, timer)
             side_samples.ms.append(timed_ms)
             side_samples.wall_ms.append(wall_ms)
+        if clock_log:
+            clock_log.record()
+    if clock_log:
+        clock_log.record(force=True)
     return samples
 
 

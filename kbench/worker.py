@@ -27,9 +27,9 @@ import torch
 # snapshot (guards.HarnessSnapshot) holds the real functions.
 from kbench import check, guards, params, timing
 from kbench.build import BuildError, BuildRecord, install_build_hooks, versions_tag
-from kbench.config import RunConfig
+from kbench.config import PYTORCH_DEFAULT, RunConfig
 from kbench.problem import describe_overrides, load_module, overridden
-from kbench.results import Result, Status, SweepResult, Timing
+from kbench.results import ClockRecord, Result, Status, SweepResult, Timing
 
 # Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
 _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
@@ -142,7 +142,7 @@ def run(job: Job):
     build.on_change = lambda: state.write(state.phase)
     os.environ.setdefault("TRITON_CACHE_DIR", str(config.cache_dir / "triton" / versions_tag()))
     install_build_hooks(config.cache_dir / "extensions" / versions_tag(), build)
-    guards.set_strict_precision()
+    guards.apply_policy(config.policy)
     try:
         return _evaluate(job, config, device, state)
     except Stop as stop:
@@ -183,10 +183,9 @@ def _evaluate(job: Job, config, device, state: "Progress"):
                 raise Stop(Status.INCORRECT, state.check.first_mismatch or "outputs differ")
             if config.guards:
                 _note_reference_ops(reference_model, candidate_model, make_inputs(config.seed), device, state)
-            *timings, baselines = _time(reference_model, candidate_model, make_inputs, config, device, state)
+            timed = _time(reference_model, candidate_model, make_inputs, config, device, state)
             _guard(state, "timing ModelNew")
-        state.provisional = state.finish(status=Status.CORRECT, check=state.check, reference_timing=timings[0],
-                                         candidate_timing=timings[1], baselines=tuple(baselines.items()),
+        state.provisional = state.finish(status=Status.CORRECT, check=state.check, **timed,
                                          message="; ".join(state.flag_messages + state.notes))
         sweep = None
         if config.sweep > 0:
@@ -194,15 +193,14 @@ def _evaluate(job: Job, config, device, state: "Progress"):
             if sweep.first_failure:
                 state.flag(guards.SWEEP_FAILED, f"sweep failed at {sweep.first_failure}")
             _guard(state, "sweeping ModelNew")
-    result = state.finish(status=Status.CORRECT, check=state.check, reference_timing=timings[0],
-                          candidate_timing=timings[1], baselines=tuple(baselines.items()), sweep=sweep,
+    result = state.finish(status=Status.CORRECT, check=state.check, **timed, sweep=sweep,
                           message="; ".join(state.flag_messages + state.notes))
     return strict_verdict(result, config.strict)
 
 
 def strict_verdict(result, strict: bool):
     """Noting flags (sweep failure, reference op, low precision, weak check) fail a result only under --strict."""
-    if strict and result.status == Status.CORRECT and result.flags:
+    if strict and result.status == Status.CORRECT and any(name in guards.NOTING for name in result.flags):
         return replace(result, status=Status.INCORRECT)
     return result
 
@@ -344,8 +342,8 @@ def _note_low_precision(reference_model, inputs, reference_output, candidate_out
                                          f"reference's {reference_error:.2g}")
 
 
-def _time(reference_model, candidate_model, make_inputs, config, device, state):
-    """(reference Timing, candidate Timing, {baseline: Timing}), or Nones when timing is off.
+def _time(reference_model, candidate_model, make_inputs, config, device, state) -> dict:
+    """Result fields of timing: reference_timing, candidate_timing, baselines, clocks (empty when off).
 
     With guards on, timed calls rotate through several input sets loaded into the same buffers, the
     candidate's outputs are checked against the reference's for those inputs (a random sample of
@@ -353,7 +351,7 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state):
     Baselines (PyTorch's default precision settings, torch.compile) are timed in the same rounds.
     """
     if not config.time:
-        return None, None, {}
+        return {}
     state.write("timing")
     rotation = _rotation_size(make_inputs(config.seed), config, device)
     input_sets = [make_inputs(config.seed + 100 + index) for index in range(rotation)]
@@ -373,20 +371,20 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state):
             on_load(index)
         return load
 
-    def side(model, prepare_settings=None, inspect=guards.poison if config.guards else timing.do_nothing,
+    def side(model, settings=None, inspect=guards.poison if config.guards else timing.do_nothing,
              on_load=lambda index: None):
         buffers = _clone(input_sets[0])
         load = loader(buffers, on_load)
 
         def prepare():
             load()
-            if prepare_settings:
-                prepare_settings()
+            if settings:
+                settings()
 
         def after(output):
             inspect(output)
-            guards.set_strict_precision()  # whatever a baseline changed, the checking policy is back
-        return timing.Side(lambda: model(*buffers), prepare=prepare, inspect=after)
+            guards.apply_policy(config.policy)  # whatever a baseline changed, the checking policy is back
+        return timing.Side(lambda: model(*buffers), prepare=prepare, inspect=after), settings
 
     def track_input_set(index: int) -> None:
         if checker:
@@ -395,17 +393,26 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state):
     sides = {"eager": side(reference_model),
              "candidate": side(candidate_model, inspect=checker.inspect if checker else timing.do_nothing,
                                on_load=track_input_set)}
-    if "default" in config.baselines:
-        sides["default"] = side(reference_model, prepare_settings=guards.set_pytorch_default_precision)
+    # PyTorch's defaults differ from strict float32 only in cuDNN's TF32, on a GPU, under the strict policy.
+    default_is_eager = device.type != "cuda" or config.policy == PYTORCH_DEFAULT
+    if "default" in config.baselines and not default_is_eager:
+        sides["default"] = side(reference_model, settings=guards.set_pytorch_default_precision)
     if "compile" in config.baselines:
         compiled = _compiled_reference(reference_model, input_sets[0], state)
         if compiled is not None:
             sides["compile"] = side(compiled)
     timer = timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
+    timer_name = timer.name
+    if config.cuda_graph and device.type == "cuda":
+        captured = _captured_sides(sides, config, state)
+        if captured:
+            sides, timer_name = captured, "cuda-graph"
     rule = timing.StopRule(warmup=config.warmup, min_samples=config.min_samples, max_samples=config.max_samples,
                            target_rse=config.target_rse, budget_s=config.time_budget_s)
+    clock_log = timing.ClockLog(timing.nvml_clock_reader(device)) if device.type == "cuda" else None
     try:
-        samples = dict(zip(sides, timing.sample_interleaved(list(sides.values()), timer, rule)))
+        samples = dict(zip(sides, timing.sample_interleaved([side for side, _ in sides.values()], timer, rule,
+                                                            clock_log=clock_log)))
     except Stop:
         raise
     except Exception as error:
@@ -417,8 +424,34 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state):
                                             candidate_samples.ms, candidate_samples.wall_ms)
         if hidden:
             state.flag(guards.SIDE_STREAM, hidden)
-    baselines = {name: Timing(tuple(side_samples.ms), timer.name) for name, side_samples in samples.items()}
-    return Timing(tuple(reference_samples.ms), timer.name), Timing(tuple(candidate_samples.ms), timer.name), baselines
+    clocks = ClockRecord.from_readings(clock_log.readings) if clock_log else None
+    throttled = guards.throttle_message(clocks)
+    if throttled:
+        state.flag(guards.THROTTLED, throttled)
+    reference_timing = Timing(tuple(reference_samples.ms), timer_name)
+    baselines = {name: Timing(tuple(side_samples.ms), timer_name) for name, side_samples in samples.items()}
+    if "default" in config.baselines and default_is_eager:
+        baselines["default"] = reference_timing
+    return {"reference_timing": reference_timing, "candidate_timing": Timing(tuple(candidate_samples.ms), timer_name),
+            "baselines": tuple(baselines.items()), "clocks": clocks}
+
+
+def _captured_sides(sides: dict, config, state) -> dict | None:
+    """The sides with each timed call replaced by a CUDA-graph replay of it; None (timed without graphs,
+    with a note) when any side cannot be captured."""
+    captured = {}
+    for name, (side, settings) in sides.items():
+        side.prepare()  # inputs loaded and the side's settings applied, as for a timed call
+        try:
+            replay = timing.capture_graph(side.call)
+        except Exception as error:
+            torch.cuda.synchronize()
+            guards.apply_policy(config.policy)
+            state.notes.append(f"timed without CUDA graphs: {name} could not be captured ({one_line(error)})")
+            return None
+        guards.apply_policy(config.policy)
+        captured[name] = (replace(side, call=replay), settings)
+    return captured
 
 
 def _compiled_reference(reference_model, inputs, state):

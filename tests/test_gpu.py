@@ -63,6 +63,29 @@ def test_correct_seeds_are_slower_than_the_reference(seed_results, solution):
         assert 0.7 * recorded < result.reference_timing.median_ms < 1.3 * recorded
 
 
+def test_reference_under_pytorch_defaults_is_timed_too(seed_results):
+    """convt1d's cuDNN reference uses TF32 under PyTorch's defaults: several times faster (DESIGN.md)."""
+    result = seed_results["convt1d.py"]
+    default_ms = result.baseline_median_ms("default")
+    assert default_ms is not None and default_ms < result.reference_timing.median_ms
+    assert result.policy == "strict-fp32"
+    assert result.clocks is not None and result.clocks.sm_mhz_start, "SM clock not recorded"
+
+
+def test_pytorch_policy_checks_and_times_against_the_tf32_reference(seed_results, tmp_path):
+    from kbench.config import PYTORCH_DEFAULT
+
+    strict = seed_results["convt1d.py"]
+    config = RunConfig(device="cuda", cache_dir=Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path),
+                       time_budget_s=3.0, sweep=0, policy=PYTORCH_DEFAULT)
+    [result] = run_pairs([(PROBLEMS / "convt1d.py", SOLUTIONS / "convt1d.py")], config, devices=["cuda:0"])
+    assert result.status == Status.CORRECT, result.message
+    assert result.policy == PYTORCH_DEFAULT
+    assert result.baseline_speedup("default") == result.speedup
+    # The reference timed under this policy is the one the strict run timed as its "default" baseline.
+    assert 0.8 < result.reference_timing.median_ms / strict.baseline_median_ms("default") < 1.25
+
+
 def test_honest_seeds_carry_no_rejecting_flag(seed_results):
     from kbench.guards import REJECTING
 
@@ -103,6 +126,41 @@ def test_gpu_cheats_are_caught_and_honest_kernels_pass(cheat_results, name, prob
         assert flag in result.flags, result.message
     if statuses == {Status.CORRECT}:
         assert not set(result.flags) & set(REJECTING), result.flags
+
+
+# (fixture, problem, verdict, timer): under --cuda-graph, replays are timed and their outputs still checked.
+GRAPH_CASES = [
+    ("honest_cuda_kernel.py", CONVT_SMALL, Status.CORRECT, "cuda-graph"),
+    ("honest_two_streams.py", AXPY, Status.CORRECT, "cuda-graph"),
+    ("memo_pointer.py", AXPY, Status.REJECTED, None),      # memo hit at capture: an empty graph, stale outputs
+    ("side_stream.py", AXPY, Status.REJECTED, None),
+]
+
+
+@pytest.fixture(scope="module")
+def graph_results(tmp_path_factory):
+    cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-graphs"))
+    config = RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=2.0, sweep=0, cuda_graph=True)
+    pairs = [(problem, CHEATS / name) for name, problem, _, _ in GRAPH_CASES]
+    pairs.append((PROBLEMS / "convt1d_dilated.py", SOLUTIONS / "convt1d_dilated/seed003_convt1d_dilated.py"))
+    results = run_pairs(pairs, config, devices=["cuda:0"])
+    return {pair[1].name: result for pair, result in zip(pairs, results)}
+
+
+@pytest.mark.parametrize("name, problem, status, timer", GRAPH_CASES)
+def test_cuda_graph_mode_times_replays_and_still_catches_cheats(graph_results, name, problem, status, timer):
+    result = graph_results[name]
+    assert result.status == status, result.message
+    if timer:
+        assert result.candidate_timing.timer == timer and result.reference_timing.timer == timer
+
+
+def test_cuda_graph_mode_falls_back_when_a_kernel_cannot_be_captured(graph_results):
+    """seed003 launches on the legacy default stream, which a stream capture forbids."""
+    result = graph_results["seed003_convt1d_dilated.py"]
+    assert result.status == Status.CORRECT, result.message
+    assert result.candidate_timing.timer == "cuda-events"
+    assert "timed without CUDA graphs" in result.message
 
 
 def test_compile_error_names_the_redeclared_variable(seed_results):
