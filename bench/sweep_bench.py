@@ -42,10 +42,18 @@ def children_cpu_s() -> float:
 
 
 def timed_gpu_s(result) -> float:
-    """Seconds of timed GPU work in an evaluation: every timing sample of both sides."""
-    total_ms = sum(t.samples_ms and sum(t.samples_ms) or 0 for t in (result.reference_timing, result.candidate_timing)
-                   if t is not None)
-    return total_ms / 1e3
+    """Seconds of timed GPU work in an evaluation: every timing sample of every side (baselines too)."""
+    timings = [result.reference_timing, result.candidate_timing] + [timing for _, timing in result.baselines]
+    return sum(sum(timing.samples_ms) for timing in timings if timing is not None) / 1e3
+
+
+def phase_seconds(result) -> dict[str, float]:
+    """The worker's seconds per phase, from the result's phase_s ("checking 0.86; timing 0.79")."""
+    phases = {}
+    for part in filter(None, (piece.strip() for piece in result.phase_s.split(";"))):
+        name, _, seconds = part.rpartition(" ")
+        phases[name] = float(seconds)
+    return phases
 
 
 def max_concurrent(results) -> int:
@@ -102,10 +110,17 @@ def main() -> int:
     print(f"warm run: wall {warm_wall:.1f} s; per evaluation outside timed GPU work: median "
           f"{statistics.median(overheads):.2f} s, max {max(overheads):.2f} s (target < 3 s)")
     print(f"verdicts equal with {len(devices)} GPU(s) and with 1: {not mismatched} {mismatched if mismatched else ''}")
+    judged = [r for r in warm if r.check is not None]
+    names = list(dict.fromkeys(name for r in judged for name in phase_seconds(r)))
+    medians = {name: statistics.median(phase_seconds(r).get(name, 0.0) for r in judged) for name in names}
+    spawn = statistics.median((r.wall_s or 0) - sum(phase_seconds(r).values()) for r in judged)
+    print("warm run, median seconds per phase: " + "; ".join(f"{name} {value:.2f}" for name, value in medians.items())
+          + f"; outside the worker (start, hand-over) {spawn:.2f}")
     print(f"\n{'solution':56} {'status':14} {'cold wall s':>11} {'warm wall s':>11} {'outside timing s':>16}")
     for a, b in zip(cold, warm):
         outside = (b.wall_s or 0) - timed_gpu_s(b) if b.check is not None else float("nan")
-        print(f"{a.solution[-56:]:56} {b.status:14} {a.wall_s or 0:>11.2f} {b.wall_s or 0:>11.2f} {outside:>16.2f}")
+        print(f"{a.solution[-56:]:56} {b.status:14} {a.wall_s or 0:>11.2f} {b.wall_s or 0:>11.2f} {outside:>16.2f}"
+              f"  {b.phase_s}")
     if args.csv:
         with args.csv.open("w", newline="") as handle:
             writer = csv.writer(handle)

@@ -116,7 +116,8 @@ def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budg
 @click.option("--problems", "problems_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Folder to pair solutions in [default: problems/ beside solutions/, then ./problems].")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
-              help="Parallel builds when judging several solutions [default: number of cores].")
+              help="Parallel builds when judging several solutions, each with an equal share of the cores "
+                   "[default: the cores are shared out, 2 per CUDA build, 1 per other build].")
 @run_options
 def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **options) -> None:
     """Judge SOLUTIONS (files defining ModelNew), each against its problem.
@@ -149,7 +150,8 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
 @click.option("--resume", is_flag=True,
               help="Skip pairs already in --out with the same solution, problem and settings.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
-              help="Parallel builds [default: number of cores].")
+              help="Parallel builds, each with an equal share of the cores "
+                   "[default: the cores are shared out, 2 per CUDA build, 1 per other build].")
 @click.option("--gpus", default=None, metavar="N|I,J",
               help="GPUs to evaluate on, one worker each: a count (2) or indices (0,1; a single index as 3,) "
                    "[default: all visible].")

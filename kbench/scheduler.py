@@ -18,6 +18,7 @@ from typing import Callable, Protocol
 from kbench.config import RunConfig
 from kbench.results import Result, Status
 from kbench.runner import evaluate, kill_all_workers, prestart_waiting_workers
+from kbench.solution import Solution
 
 Pair = tuple[Path, Path]  # (problem file, solution file)
 
@@ -41,21 +42,64 @@ class LocalExecutor:
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id)
 
 
+# A CUDA extension compiles its host and device sources as two compiler processes.
+CUDA_BUILD_THREADS = 2
+
+
+class CoreBudget:
+    """Cores handed out to builds: a build waits until the cores it runs compilers on are free."""
+
+    def __init__(self, cores: int):
+        self.free = cores
+        self.changed = threading.Condition()
+
+    def acquire(self, count: int) -> None:
+        with self.changed:
+            self.changed.wait_for(lambda: self.free >= count)
+            self.free -= count
+
+    def release(self, count: int) -> None:
+        with self.changed:
+            self.free += count
+            self.changed.notify_all()
+
+
+def build_order(pairs: list[Pair]) -> list[int]:
+    """CUDA solutions first: their builds are the long ones, and the GPUs wait on them."""
+    return sorted(range(len(pairs)), key=lambda index: not _needs_cuda(pairs[index][1]))
+
+
+def _needs_cuda(solution_path: Path) -> bool:
+    try:
+        return Solution.read(solution_path).needs_cuda
+    except OSError:
+        return False
+
+
 def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_id: str = "",
               jobs: int | None = None, executor: Executor | None = None,
               on_result: Callable[[Result], None] = lambda result: None,
               on_built: Callable[[Result], None] = lambda result: None) -> list[Result]:
     """Judge every pair; returns results in the order of `pairs`.
 
-    Builds run `jobs` at a time (default one per core; each build's compiler gets its share of the
-    cores). As soon as a build succeeds its evaluation is queued for the next free device, one
-    evaluation per device at a time, so GPUs start while later candidates still compile. A failed
-    build is the candidate's verdict. `on_result` sees each result once, under a lock, as it exists.
+    Builds share the cores: by default a CUDA build takes CUDA_BUILD_THREADS of them (host and device
+    sources compile at once) and any other build one, CUDA builds first, so the first kernels are
+    ready early and the GPUs start while later candidates still compile; with `jobs`, that many builds
+    run at once with an equal share each. As soon as a build succeeds its evaluation is queued for the
+    next free device, one evaluation per device at a time. A failed build is the candidate's verdict.
+    `on_result` sees each result once, under a lock, as it exists.
     """
     executor = executor or LocalExecutor()
     cores = os.cpu_count() or 1
+    budget = CoreBudget(cores)
+    equal_share = jobs is not None
     jobs = max(1, min(jobs or cores, len(pairs) or 1))
-    build_threads = max(1, cores // jobs)
+
+    def threads_for(index: int) -> int:
+        if equal_share:
+            return max(1, cores // jobs)
+        return min(cores, CUDA_BUILD_THREADS if _needs_cuda(pairs[index][1]) else 1)
+
     results: list[Result | None] = [None] * len(pairs)
     lock = threading.Lock()
     ready: queue.Queue = queue.Queue()
@@ -75,7 +119,12 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
             record(index, result)
 
     def build(index: int) -> None:
-        built = executor.build(pairs[index], config, devices[0], run_id, build_threads)
+        threads = threads_for(index)
+        budget.acquire(threads)
+        try:
+            built = executor.build(pairs[index], config, devices[0], run_id, threads)
+        finally:
+            budget.release(threads)
         with lock:
             on_built(built)
         if built.status == Status.BUILT:
@@ -94,7 +143,7 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
             ready.put((0, None))  # one candidate: its evaluation builds it, no separate phase
         else:
             with ThreadPoolExecutor(max_workers=jobs) as pool:
-                for future in [pool.submit(build, index) for index in range(len(pairs))]:
+                for future in [pool.submit(build, index) for index in build_order(pairs)]:
                     future.result()
         for _ in workers:
             ready.put(None)
