@@ -117,7 +117,7 @@ def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budg
               help="Folder to pair solutions in [default: problems/ beside solutions/, then ./problems].")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
               help="Parallel builds when judging several solutions, each with an equal share of the cores "
-                   "[default: the cores are shared out, 2 per CUDA build, 1 per other build].")
+                   "[default: number of cores; a CUDA build runs 2 compilers at least].")
 @run_options
 def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **options) -> None:
     """Judge SOLUTIONS (files defining ModelNew), each against its problem.
@@ -151,7 +151,7 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
               help="Skip pairs already in --out with the same solution, problem and settings.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
               help="Parallel builds, each with an equal share of the cores "
-                   "[default: the cores are shared out, 2 per CUDA build, 1 per other build].")
+                   "[default: number of cores; a CUDA build runs 2 compilers at least].")
 @click.option("--gpus", default=None, metavar="N|I,J",
               help="GPUs to evaluate on, one worker each: a count (2) or indices (0,1; a single index as 3,) "
                    "[default: all visible].")

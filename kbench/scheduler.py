@@ -17,6 +17,7 @@ from typing import Callable, Protocol
 
 from kbench.config import RunConfig
 from kbench.results import Result, Status
+from kbench.build import versions_tag
 from kbench.runner import evaluate, kill_all_workers, prestart_waiting_workers
 from kbench.solution import Solution
 
@@ -46,24 +47,6 @@ class LocalExecutor:
 CUDA_BUILD_THREADS = 2
 
 
-class CoreBudget:
-    """Cores handed out to builds: a build waits until the cores it runs compilers on are free."""
-
-    def __init__(self, cores: int):
-        self.free = cores
-        self.changed = threading.Condition()
-
-    def acquire(self, count: int) -> None:
-        with self.changed:
-            self.changed.wait_for(lambda: self.free >= count)
-            self.free -= count
-
-    def release(self, count: int) -> None:
-        with self.changed:
-            self.free += count
-            self.changed.notify_all()
-
-
 def build_order(pairs: list[Pair]) -> list[int]:
     """CUDA solutions first: their builds are the long ones, and the GPUs wait on them."""
     return sorted(range(len(pairs)), key=lambda index: not _needs_cuda(pairs[index][1]))
@@ -76,29 +59,54 @@ def _needs_cuda(solution_path: Path) -> bool:
         return False
 
 
+def _built_marker(solution_path: Path, config: RunConfig) -> Path | None:
+    """Where a successful build of this exact solution file is recorded in the cache (None: unreadable)."""
+    try:
+        sha256 = Solution.read(solution_path).sha256
+    except OSError:
+        return None
+    return config.cache_dir / "built" / versions_tag() / sha256
+
+
+def needs_build_phase(solution_path: Path, config: RunConfig) -> bool:
+    """False when importing the solution builds nothing, or its build is already in the cache: its
+    evaluation can start at once (it imports, and if need be builds, the solution itself)."""
+    try:
+        if not Solution.read(solution_path).builds_extension:
+            return False
+    except OSError:
+        return True  # the build phase reports the unreadable file
+    marker = _built_marker(solution_path, config)
+    return marker is None or not marker.exists()
+
+
+def _record_built(solution_path: Path, config: RunConfig) -> None:
+    marker = _built_marker(solution_path, config)
+    if marker is not None:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+
+
 def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_id: str = "",
               jobs: int | None = None, executor: Executor | None = None,
               on_result: Callable[[Result], None] = lambda result: None,
               on_built: Callable[[Result], None] = lambda result: None) -> list[Result]:
     """Judge every pair; returns results in the order of `pairs`.
 
-    Builds share the cores: by default a CUDA build takes CUDA_BUILD_THREADS of them (host and device
-    sources compile at once) and any other build one, CUDA builds first, so the first kernels are
-    ready early and the GPUs start while later candidates still compile; with `jobs`, that many builds
-    run at once with an equal share each. As soon as a build succeeds its evaluation is queued for the
-    next free device, one evaluation per device at a time. A failed build is the candidate's verdict.
+    Builds run `jobs` at a time (default one per core), CUDA builds first, each with its share of the
+    cores but at least CUDA_BUILD_THREADS compilers for a CUDA build (its host and device sources
+    compile at once: a build's wall time is what delays its evaluation). As soon as a build succeeds
+    its evaluation is queued for the next free device, one evaluation per device at a time, so GPUs
+    start while later candidates still compile. A failed build is the candidate's verdict.
     `on_result` sees each result once, under a lock, as it exists.
     """
     executor = executor or LocalExecutor()
     cores = os.cpu_count() or 1
-    budget = CoreBudget(cores)
-    equal_share = jobs is not None
     jobs = max(1, min(jobs or cores, len(pairs) or 1))
 
     def threads_for(index: int) -> int:
-        if equal_share:
-            return max(1, cores // jobs)
-        return min(cores, CUDA_BUILD_THREADS if _needs_cuda(pairs[index][1]) else 1)
+        share = max(1, cores // jobs)
+        return max(share, CUDA_BUILD_THREADS) if _needs_cuda(pairs[index][1]) else share
 
     results: list[Result | None] = [None] * len(pairs)
     lock = threading.Lock()
@@ -119,15 +127,11 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
             record(index, result)
 
     def build(index: int) -> None:
-        threads = threads_for(index)
-        budget.acquire(threads)
-        try:
-            built = executor.build(pairs[index], config, devices[0], run_id, threads)
-        finally:
-            budget.release(threads)
+        built = executor.build(pairs[index], config, devices[0], run_id, threads_for(index))
         with lock:
             on_built(built)
         if built.status == Status.BUILT:
+            _record_built(pairs[index][1], config)
             ready.put((index, built))
         else:
             record(index, built)
@@ -142,8 +146,17 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
         if len(pairs) == 1:
             ready.put((0, None))  # one candidate: its evaluation builds it, no separate phase
         else:
+            to_build = []
+            for index in build_order(pairs):
+                if needs_build_phase(pairs[index][1], config):
+                    to_build.append(index)
+                else:
+                    with lock:
+                        on_built(Result(problem=pairs[index][0].stem, solution=str(pairs[index][1]),
+                                        status=Status.BUILT))
+                    ready.put((index, None))
             with ThreadPoolExecutor(max_workers=jobs) as pool:
-                for future in [pool.submit(build, index) for index in build_order(pairs)]:
+                for future in [pool.submit(build, index) for index in to_build]:
                     future.result()
         for _ in workers:
             ready.put(None)

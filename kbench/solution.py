@@ -17,6 +17,9 @@ NEEDS_CUDA = re.compile(
     re.MULTILINE,
 )
 
+# Source patterns of a solution that builds an extension when imported.
+BUILDS_EXTENSION = re.compile(r"\bload_inline\b|\bcpp_extension\b")
+
 
 @dataclass(frozen=True)
 class Solution:
@@ -33,6 +36,10 @@ class Solution:
     @property
     def needs_cuda(self) -> bool:
         return bool(NEEDS_CUDA.search(self.source))
+
+    @property
+    def builds_extension(self) -> bool:
+        return bool(BUILDS_EXTENSION.search(self.source))
 
 
 class PairingError(LookupError):
