@@ -174,8 +174,8 @@ class Samples:
 def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
                        clock: Callable[[], float] = time.monotonic,
                        clock_log: ClockLog | None = None) -> list[Samples]:
-    """Time the sides in turn, round after round (reference, candidate, baselines), so drift in clocks
-    or load cancels in their ratios. Stops when every side is precise enough or the budget is spent.
+    """Time the sides in turn, round after round (reference, candidate, baselines; each round starting
+    one side later), so drift in clocks or load cancels in their ratios. Stops when every side is precise enough or the budget is spent.
     `clock_log`, when given, reads the GPU clock after the warm-up, between rounds and at the end."""
     for _ in range(rule.warmup):
         for side in sides:
@@ -184,11 +184,15 @@ def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
     if clock_log:
         clock_log.record(force=True)
     started = clock()
+    rounds = 0
     while not rule.done([side_samples.ms for side_samples in samples], clock() - started):
-        for side, side_samples in zip(sides, samples):
-            timed_ms, wall_ms = _measure(side, timer)
-            side_samples.ms.append(timed_ms)
-            side_samples.wall_ms.append(wall_ms)
+        # Each round starts with the next side, so no side always follows the loop's own work.
+        first = rounds % len(sides)
+        for index in list(range(first, len(sides))) + list(range(first)):
+            timed_ms, wall_ms = _measure(sides[index], timer)
+            samples[index].ms.append(timed_ms)
+            samples[index].wall_ms.append(wall_ms)
+        rounds += 1
         if clock_log:
             clock_log.record()
     if clock_log:

@@ -438,12 +438,13 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state) 
 
 def _captured_sides(sides: dict, config, state) -> dict | None:
     """The sides with each timed call replaced by a CUDA-graph replay of it; None (timed without graphs,
-    with a note) when any side cannot be captured."""
+    with a note) when any side cannot be captured or its replay does not compute what the call does."""
     captured = {}
     for name, (side, settings) in sides.items():
         side.prepare()  # inputs loaded and the side's settings applied, as for a timed call
         try:
             replay = timing.capture_graph(side.call)
+            _check_replay(side, replay, config)
         except Exception as error:
             torch.cuda.synchronize()
             guards.apply_policy(config.policy)
@@ -452,6 +453,22 @@ def _captured_sides(sides: dict, config, state) -> dict | None:
         guards.apply_policy(config.policy)
         captured[name] = (replace(side, call=replay), settings)
     return captured
+
+
+def _check_replay(side, replay, config) -> None:
+    """A replay on the next input set must match the eager call on it. Kernels launched outside the
+    captured stream (the legacy default stream, say) are missing from the graph without any error."""
+    side.prepare()
+    replayed = _clone_output(replay())
+    outcome = check.compare(replayed, side.call(), config.tolerance_for)
+    if not outcome.passed:
+        raise RuntimeError(f"its replay does not reproduce the call: {outcome.mismatch}")
+
+
+def _clone_output(output):
+    if isinstance(output, (tuple, list)):
+        return type(output)(_clone(list(output)))
+    return output.clone() if isinstance(output, torch.Tensor) else output
 
 
 def _compiled_reference(reference_model, inputs, state):
