@@ -15,7 +15,7 @@ process, with the same seeds, inputs, precision policy (strict float32) and no_g
   do_bench  triton.testing.do_bench(call, return_mode="median"), which flushes L2 itself
   ncu       Nsight Compute gpu__time_duration.sum, summed per call (clocks not locked, caches flushed
             by ncu before every kernel); n/a, with the reason said once, where ncu cannot profile
-  graph     kbench with RunConfig(cuda_graph=True), for kernels under 100 us, once kbench has that field
+  graph     kbench with RunConfig(cuda_graph=True) (kbench eval --cuda-graph)
 Targets (issue #6): |kbench - CUPTI| / CUPTI <= 2% for kernels >= 100 us, <= 10% for 10-100 us.
 Then five independent evaluations of two solutions give the coefficient of variation of the
 candidate median and of the speedup (targets: <= 0.5% for >= 1 ms kernels, <= 2% for >= 100 us).
@@ -66,7 +66,6 @@ PROFILED_CALLS = 20              # calls under torch.profiler; the median is rep
 NCU_CALLS = 3                    # calls under ncu (every kernel is replayed, so few)
 DO_BENCH_REP_MS = 500            # do_bench's measuring time: enough samples for a 40 ms kernel too
 TIMED_INPUT_SEED_OFFSET = 100    # kbench's worker seeds its first timed input set with seed + 100
-GRAPH_BELOW_MS = 0.1             # the cuda_graph variant is run for kernels shorter than this
 CHILD_TIMEOUT_S = 120           # a measurement process (the slowest workload needs seconds)
 NCU_TIMEOUT_S = 120
 EVAL_TIMEOUT_S = 300            # a kbench evaluation or build: a hang must not eat the whole run
@@ -598,15 +597,8 @@ def judge(workload: Workload, setup: Setup, independent: Independent) -> list[di
 
 
 def graph_evaluation(workload: Workload, setup: Setup, independent: Independent, result):
-    """kbench in CUDA-graph mode, when some side's kernel time is under GRAPH_BELOW_MS; else None."""
+    """kbench in CUDA-graph mode (every workload: it matters for short and for multi-kernel calls)."""
     if not setup.graph_mode:
-        return None
-    kernel_times = []
-    for side in workload.sides:
-        timing = side_timing(result, side)
-        kernel_times.append(independent.profiled.get(side, {}).get("profiler_ms")
-                            or (timing.median_ms if timing else None))
-    if not any(ms is not None and ms < GRAPH_BELOW_MS for ms in kernel_times):
         return None
     return evaluate(workload.problem, workload.solution, replace(setup.config, cuda_graph=True),
                     overrides=independent.overrides)
@@ -764,7 +756,7 @@ def header_lines(setup: Setup, start_state: dict, end_state: dict) -> list[str]:
         clocks = "no GPU: a plumbing check, no targets apply"
         independent = (f"profiler = union of torch.profiler CPU op intervals inside each call, median of "
                        f"{PROFILED_CALLS}; host timer = perf_counter around each call, median")
-    graph = "run for kernels < 100 us" if setup.graph_mode else (
+    graph = "run for every workload" if setup.graph_mode else (
         "not in this kbench's RunConfig" if setup.on_gpu else "GPU only")
     return [
         f"Timing fidelity, {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}, kbench {git_commit()}, "

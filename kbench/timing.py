@@ -49,18 +49,23 @@ class CudaEventTimer:
 
     name = "cuda-events"
 
-    def __init__(self, device):
+    def __init__(self, device, flush_each_call: bool = True):
         import torch
 
         self._event = torch.cuda.Event
         self._synchronize = torch.cuda.synchronize
         self._clock = time.perf_counter
         self.device = device
+        self.flush_each_call = flush_each_call  # off when the timed call flushes itself (CUDA graphs)
         l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
         self.flush_buffer = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device=device)
 
-    def measure(self, call: Callable[[], object]) -> tuple[float, float, object]:
+    def flush(self) -> None:
         self.flush_buffer.zero_()
+
+    def measure(self, call: Callable[[], object]) -> tuple[float, float, object]:
+        if self.flush_each_call:
+            self.flush()
         start = self._event(enable_timing=True)
         end = self._event(enable_timing=True)
         wall_start = self._clock()
@@ -94,12 +99,13 @@ def do_nothing(*_args) -> None:
     return None
 
 
-def capture_graph(call: Callable[[], object], warmup: int = 2) -> Callable[[], object]:
-    """A call that replays one captured `call` as a CUDA graph and returns the captured output.
+def capture_graph(call: Callable[[], object], repeats: int = 1, before_each: Callable[[], None] = do_nothing,
+                  warmup: int = 2) -> Callable[[], object]:
+    """A call that replays a CUDA graph of `repeats` x (before_each(), call()) and returns the last output.
 
-    Replays cost one launch however many kernels the call runs, so short multi-kernel calls are timed
-    without the host's launch overhead. Raises when `call` cannot be captured (it synchronises, or
-    launches on the legacy default stream).
+    A replay costs one launch however many kernels the calls run, so short multi-kernel calls are timed
+    without the host's launch overhead, and repeats spread the timer's own overhead over many calls.
+    Raises when `call` cannot be captured (it synchronises, say).
     """
     import torch
 
@@ -111,8 +117,17 @@ def capture_graph(call: Callable[[], object], warmup: int = 2) -> Callable[[], o
             call()
     torch.cuda.current_stream().wait_stream(warmup_stream)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        output = call()
+    current_stream = torch.cuda.current_stream()
+    try:
+        with torch.cuda.graph(graph):
+            for _ in range(repeats):
+                before_each()
+                output = call()
+    except BaseException:
+        # When ending the capture fails, torch.cuda.graph leaves its capture stream current: later
+        # torch ops would then race kernels that launch on the default stream.
+        torch.cuda.set_stream(current_stream)
+        raise
 
     def replay():
         graph.replay()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import faulthandler
 import json
+import math
 import os
 import platform
 import random
@@ -19,13 +20,14 @@ import time
 import traceback
 from dataclasses import dataclass, replace
 from itertools import islice
+from typing import Callable
 from pathlib import Path
 
 import torch
 
 # Everything the worker checks and times with is imported before any candidate, so the harness
 # snapshot (guards.HarnessSnapshot) holds the real functions.
-from kbench import check, guards, params, timing
+from kbench import check, guards, params, stats, timing
 from kbench.build import BuildError, BuildRecord, install_build_hooks, versions_tag
 from kbench.config import PYTORCH_DEFAULT, RunConfig
 from kbench.problem import describe_overrides, load_module, overridden
@@ -384,7 +386,7 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state) 
         def after(output):
             inspect(output)
             guards.apply_policy(config.policy)  # whatever a baseline changed, the checking policy is back
-        return timing.Side(lambda: model(*buffers), prepare=prepare, inspect=after), settings
+        return _TimedSide(timing.Side(lambda: model(*buffers), prepare=prepare, inspect=after), settings, buffers)
 
     def track_input_set(index: int) -> None:
         if checker:
@@ -403,27 +405,31 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state) 
             sides["compile"] = side(compiled)
     timer = timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
     timer_name = timer.name
-    if config.cuda_graph and device.type == "cuda":
-        captured = _captured_sides(sides, config, state)
-        if captured:
-            sides, timer_name = captured, "cuda-graph"
+    graph = _graph_sides(sides, timer, make_inputs(config.seed + 200), config, state) \
+        if config.cuda_graph and device.type == "cuda" else None
+    if graph:
+        sides, timer_name = graph.sides, "cuda-graph"
+        timer.flush_each_call = False  # each replay flushes before every call itself
     rule = timing.StopRule(warmup=config.warmup, min_samples=config.min_samples, max_samples=config.max_samples,
                            target_rse=config.target_rse, budget_s=config.time_budget_s)
     clock_log = timing.ClockLog(timing.nvml_clock_reader(device)) if device.type == "cuda" else None
     try:
-        samples = dict(zip(sides, timing.sample_interleaved([side for side, _ in sides.values()], timer, rule,
+        samples = dict(zip(sides, timing.sample_interleaved([timed.side for timed in sides.values()], timer, rule,
                                                             clock_log=clock_log)))
     except Stop:
         raise
     except Exception as error:
         raise Stop(Status.RUNTIME_ERROR, f"failed while timing: {one_line(error)}")
     _raise_if_rejected(state)
-    reference_samples, candidate_samples = samples.pop("eager"), samples.pop("candidate")
     if config.guards and device.type == "cuda":
-        hidden = guards.hidden_work_message(reference_samples.ms, reference_samples.wall_ms,
-                                            candidate_samples.ms, candidate_samples.wall_ms)
+        # Events and wall times as taken (per replay under --cuda-graph): only their gap matters.
+        hidden = guards.hidden_work_message(samples["eager"].ms, samples["eager"].wall_ms,
+                                            samples["candidate"].ms, samples["candidate"].wall_ms)
         if hidden:
             state.flag(guards.SIDE_STREAM, hidden)
+    if graph:
+        samples = graph.per_call(samples)
+    reference_samples, candidate_samples = samples.pop("eager"), samples.pop("candidate")
     clocks = ClockRecord.from_readings(clock_log.readings) if clock_log else None
     throttled = guards.throttle_message(clocks)
     if throttled:
@@ -436,33 +442,77 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state) 
             "baselines": tuple(baselines.items()), "clocks": clocks}
 
 
-def _captured_sides(sides: dict, config, state) -> dict | None:
-    """The sides with each timed call replaced by a CUDA-graph replay of it; None (timed without graphs,
-    with a note) when any side cannot be captured or its replay does not compute what the call does."""
-    captured = {}
-    for name, (side, settings) in sides.items():
-        side.prepare()  # inputs loaded and the side's settings applied, as for a timed call
+# Under --cuda-graph each timed replay repeats the call until it lasts about this long, so the events'
+# own overhead (~2 us on an H200) is spread over the repeats; the L2 flush before each call is inside
+# the graph, timed as a side of its own and subtracted.
+GRAPH_REPLAY_MS = 0.5
+MAX_GRAPH_REPEATS = 100
+FLUSH_REPEATS = 10
+
+
+@dataclass
+class _TimedSide:
+    side: timing.Side                       # what the sampling loop runs
+    settings: Callable[[], None] | None     # precision settings of this side (a baseline's), None: the policy's
+    buffers: list                           # the input buffers its call reads
+
+
+@dataclass
+class _GraphSides:
+    sides: dict                # name -> _TimedSide whose call replays a graph, and "flush"
+    repeats: dict[str, int]    # calls per replay, per side
+
+    def per_call(self, samples: dict) -> dict:
+        """Milliseconds per call: each replay's time over its repeats, less one flush."""
+        flush = samples.pop("flush")
+        flush_ms = stats.median(flush.ms) / self.repeats["flush"]
+        return {name: timing.Samples(ms=[ms / self.repeats[name] - flush_ms for ms in side_samples.ms],
+                                     wall_ms=side_samples.wall_ms)
+                for name, side_samples in samples.items()}
+
+
+def _graph_sides(sides: dict, timer, probe_inputs: list, config, state) -> _GraphSides | None:
+    """Every side's call captured as a CUDA graph; None (timed without graphs, with a note) when any
+    side cannot be captured or its replay does not compute what the call computed before capture.
+
+    The check uses inputs of its own (`probe_inputs`): a replay that computes nothing returns what
+    the capture left behind, which matches no other inputs. Kernels launched outside the captured
+    stream (the legacy default stream, say) go missing from a graph without any error.
+    """
+    captured, repeats = {}, {}
+    for name, timed in sides.items():
         try:
-            replay = timing.capture_graph(side.call)
-            _check_replay(side, replay, config)
+            expected = _call_on(timed, probe_inputs)  # before any capture: what the call computes
+            timed.side.prepare()  # inputs loaded and the side's settings applied, as for a timed call
+            call_ms, _, _ = timer.measure(timed.side.call)  # one plain call sizes the repeats
+            repeats[name] = max(1, min(MAX_GRAPH_REPEATS, math.ceil(GRAPH_REPLAY_MS / max(call_ms, 1e-3))))
+            replay = timing.capture_graph(timed.side.call, repeats[name], before_each=timer.flush)
+            replayed = _call_on(replace(timed, side=replace(timed.side, call=replay)), probe_inputs)
+            outcome = check.compare(replayed, expected, config.tolerance_for)
+            if not outcome.passed:
+                raise RuntimeError(f"its replay does not compute what the call does: {outcome.mismatch}")
         except Exception as error:
             torch.cuda.synchronize()
             guards.apply_policy(config.policy)
             state.notes.append(f"timed without CUDA graphs: {name} could not be captured ({one_line(error)})")
             return None
         guards.apply_policy(config.policy)
-        captured[name] = (replace(side, call=replay), settings)
-    return captured
+        captured[name] = replace(timed, side=replace(timed.side, call=replay))
+    flush = timing.capture_graph(timing.do_nothing, FLUSH_REPEATS, before_each=timer.flush, warmup=0)
+    captured["flush"] = _TimedSide(timing.Side(flush), None, [])
+    repeats["flush"] = FLUSH_REPEATS
+    return _GraphSides(captured, repeats)
 
 
-def _check_replay(side, replay, config) -> None:
-    """A replay on the next input set must match the eager call on it. Kernels launched outside the
-    captured stream (the legacy default stream, say) are missing from the graph without any error."""
-    side.prepare()
-    replayed = _clone_output(replay())
-    outcome = check.compare(replayed, side.call(), config.tolerance_for)
-    if not outcome.passed:
-        raise RuntimeError(f"its replay does not reproduce the call: {outcome.mismatch}")
+def _call_on(timed: _TimedSide, inputs: list):
+    """A copy of the side's output for `inputs`, loaded into its buffers, under its settings."""
+    for buffer, source in zip(timed.buffers, inputs):
+        if isinstance(buffer, torch.Tensor):
+            buffer.copy_(source)
+    if timed.settings:
+        timed.settings()
+    output = _clone_output(timed.side.call())
+    return output
 
 
 def _clone_output(output):
