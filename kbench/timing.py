@@ -49,14 +49,13 @@ class CudaEventTimer:
 
     name = "cuda-events"
 
-    def __init__(self, device, flush_each_call: bool = True):
+    def __init__(self, device):
         import torch
 
         self._event = torch.cuda.Event
         self._synchronize = torch.cuda.synchronize
         self._clock = time.perf_counter
         self.device = device
-        self.flush_each_call = flush_each_call  # off when the timed call flushes itself (CUDA graphs)
         l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
         self.flush_buffer = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device=device)
 
@@ -64,8 +63,7 @@ class CudaEventTimer:
         self.flush_buffer.zero_()
 
     def measure(self, call: Callable[[], object]) -> tuple[float, float, object]:
-        if self.flush_each_call:
-            self.flush()
+        self.flush()
         start = self._event(enable_timing=True)
         end = self._event(enable_timing=True)
         wall_start = self._clock()
@@ -99,9 +97,10 @@ def do_nothing(*_args) -> None:
     return None
 
 
-def capture_graph(call: Callable[[], object], repeats: int = 1, before_each: Callable[[], None] = do_nothing,
+def capture_graph(call: Callable[[], object], repeats: int = 1, between: Callable[[], None] = do_nothing,
                   warmup: int = 2) -> Callable[[], object]:
-    """A call that replays a CUDA graph of `repeats` x (before_each(), call()) and returns the last output.
+    """A call that replays a CUDA graph of `repeats` calls of `call`, with between() before each call
+    but the first, and returns the last call's output.
 
     A replay costs one launch however many kernels the calls run, so short multi-kernel calls are timed
     without the host's launch overhead, and repeats spread the timer's own overhead over many calls.
@@ -120,8 +119,9 @@ def capture_graph(call: Callable[[], object], repeats: int = 1, before_each: Cal
     current_stream = torch.cuda.current_stream()
     try:
         with torch.cuda.graph(graph):
-            for _ in range(repeats):
-                before_each()
+            for index in range(repeats):
+                if index:
+                    between()
                 output = call()
     except BaseException:
         # When ending the capture fails, torch.cuda.graph leaves its capture stream current: later

@@ -409,7 +409,6 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state) 
         if config.cuda_graph and device.type == "cuda" else None
     if graph:
         sides, timer_name = graph.sides, "cuda-graph"
-        timer.flush_each_call = False  # each replay flushes before every call itself
     rule = timing.StopRule(warmup=config.warmup, min_samples=config.min_samples, max_samples=config.max_samples,
                            target_rse=config.target_rse, budget_s=config.time_budget_s)
     clock_log = timing.ClockLog(timing.nvml_clock_reader(device)) if device.type == "cuda" else None
@@ -443,8 +442,8 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state) 
 
 
 # Under --cuda-graph each timed replay repeats the call until it lasts about this long, so the events'
-# own overhead (~2 us on an H200) is spread over the repeats; the L2 flush before each call is inside
-# the graph, timed as a side of its own and subtracted.
+# own overhead (~2 us on an H200) is spread over the repeats. The timer flushes L2 before each replay;
+# inside the graph an L2 flush runs between the calls, timed as a side of its own and subtracted.
 GRAPH_REPLAY_MS = 0.5
 MAX_GRAPH_REPEATS = 100
 FLUSH_REPEATS = 10
@@ -463,11 +462,11 @@ class _GraphSides:
     repeats: dict[str, int]    # calls per replay, per side
 
     def per_call(self, samples: dict) -> dict:
-        """Milliseconds per call: each replay's time over its repeats, less one flush."""
+        """Milliseconds per call: each replay's time less the flushes between its calls, over its calls."""
         flush = samples.pop("flush")
         flush_ms = stats.median(flush.ms) / self.repeats["flush"]
-        return {name: timing.Samples(ms=[ms / self.repeats[name] - flush_ms for ms in side_samples.ms],
-                                     wall_ms=side_samples.wall_ms)
+        return {name: timing.Samples(ms=[(ms - (self.repeats[name] - 1) * flush_ms) / self.repeats[name]
+                                         for ms in side_samples.ms], wall_ms=side_samples.wall_ms)
                 for name, side_samples in samples.items()}
 
 
@@ -486,7 +485,7 @@ def _graph_sides(sides: dict, timer, probe_inputs: list, config, state) -> _Grap
             timed.side.prepare()  # inputs loaded and the side's settings applied, as for a timed call
             call_ms, _, _ = timer.measure(timed.side.call)  # one plain call sizes the repeats
             repeats[name] = max(1, min(MAX_GRAPH_REPEATS, math.ceil(GRAPH_REPLAY_MS / max(call_ms, 1e-3))))
-            replay = timing.capture_graph(timed.side.call, repeats[name], before_each=timer.flush)
+            replay = timing.capture_graph(timed.side.call, repeats[name], between=timer.flush)
             replayed = _call_on(replace(timed, side=replace(timed.side, call=replay)), probe_inputs)
             outcome = check.compare(replayed, expected, config.tolerance_for)
             if not outcome.passed:
@@ -498,7 +497,7 @@ def _graph_sides(sides: dict, timer, probe_inputs: list, config, state) -> _Grap
             return None
         guards.apply_policy(config.policy)
         captured[name] = replace(timed, side=replace(timed.side, call=replay))
-    flush = timing.capture_graph(timing.do_nothing, FLUSH_REPEATS, before_each=timer.flush, warmup=0)
+    flush = timing.capture_graph(timer.flush, FLUSH_REPEATS, warmup=0)
     captured["flush"] = _TimedSide(timing.Side(flush), None, [])
     repeats["flush"] = FLUSH_REPEATS
     return _GraphSides(captured, repeats)

@@ -128,12 +128,16 @@ def test_gpu_cheats_are_caught_and_honest_kernels_pass(cheat_results, name, prob
         assert not set(result.flags) & set(REJECTING), result.flags
 
 
-# (fixture, problem, verdict, timer): under --cuda-graph, replays are timed and their outputs still checked.
+WORKLOADS = REPO / "bench" / "workloads"
+# (solution, problem, verdict, timer): under --cuda-graph, replays are timed and their outputs still checked.
 GRAPH_CASES = [
-    ("honest_cuda_kernel.py", CONVT_SMALL, Status.CORRECT, "cuda-graph"),
-    ("honest_two_streams.py", AXPY, Status.CORRECT, "cuda-graph"),
-    ("memo_pointer.py", AXPY, Status.REJECTED, None),      # memo hit at capture: an empty graph, stale outputs
-    ("side_stream.py", AXPY, Status.REJECTED, None),
+    (CHEATS / "honest_cuda_kernel.py", CONVT_SMALL, Status.CORRECT, "cuda-graph"),
+    (CHEATS / "honest_two_streams.py", AXPY, Status.CORRECT, "cuda-graph"),
+    # 1 GiB in and out: the reference's NaN fill after each call must not look like hidden work.
+    (WORKLOADS / "solutions" / "relu_large.py", WORKLOADS / "problems" / "relu_large.py", Status.CORRECT,
+     "cuda-graph"),
+    (CHEATS / "memo_pointer.py", AXPY, Status.REJECTED, None),  # memo hit at capture: the replay computes nothing
+    (CHEATS / "side_stream.py", AXPY, Status.REJECTED, None),
 ]
 
 
@@ -141,18 +145,21 @@ GRAPH_CASES = [
 def graph_results(tmp_path_factory):
     cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-graphs"))
     config = RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=2.0, sweep=0, cuda_graph=True)
-    pairs = [(problem, CHEATS / name) for name, problem, _, _ in GRAPH_CASES]
+    pairs = [(problem, solution) for solution, problem, _, _ in GRAPH_CASES]
     pairs.append((PROBLEMS / "convt1d_dilated.py", SOLUTIONS / "convt1d_dilated/seed003_convt1d_dilated.py"))
     results = run_pairs(pairs, config, devices=["cuda:0"])
     return {pair[1].name: result for pair, result in zip(pairs, results)}
 
 
-@pytest.mark.parametrize("name, problem, status, timer", GRAPH_CASES)
-def test_cuda_graph_mode_times_replays_and_still_catches_cheats(graph_results, name, problem, status, timer):
-    result = graph_results[name]
+@pytest.mark.parametrize("solution, problem, status, timer", GRAPH_CASES, ids=lambda value: getattr(value, "name", None))
+def test_cuda_graph_mode_times_replays_and_still_catches_cheats(graph_results, solution, problem, status, timer):
+    result = graph_results[solution.name]
     assert result.status == status, result.message
     if timer:
         assert result.candidate_timing.timer == timer and result.reference_timing.timer == timer
+        from kbench.guards import REJECTING
+
+        assert not set(result.flags) & set(REJECTING), result.message
 
 
 def test_cuda_graph_mode_falls_back_when_a_kernel_cannot_be_captured(graph_results):
