@@ -135,9 +135,10 @@ _live_sessions: set[int] = set()
 _live_lock = threading.Lock()
 # Pre-started, warmed-up workers waiting for an evaluation, per device (see worker.main). A worker's
 # warm-up (importing torch, creating a CUDA context) took ~4 s on the H200 host against 1-3 s for a
-# short evaluation: with four warming at once, back-to-back evaluations still find one ready.
+# short evaluation: with four warming at once, back-to-back evaluations still find one ready. Each
+# warm-up takes a core for seconds, so small machines keep fewer.
 _spares: dict[str, list[subprocess.Popen]] = {}
-WAITING_WORKERS_PER_DEVICE = 4
+WAITING_WORKERS_PER_DEVICE = max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
 def _environment(extra_environment: dict) -> dict:
