@@ -2,7 +2,7 @@
 
 An evaluation is a pure function of a small job description (problem, solution, config, device):
 the scheduler only decides where and when each runs, through an executor. LocalExecutor runs them in
-child processes on this machine; another executor (a cluster) can take its place.
+child processes on this machine; RayExecutor (ray_executor.py) runs the same on a Ray cluster.
 """
 
 from __future__ import annotations
@@ -23,6 +23,15 @@ Pair = tuple[Path, Path]  # (problem file, solution file)
 
 
 class Executor(Protocol):
+    def cores(self) -> int:
+        """CPUs the builds share."""
+
+    def slots(self, devices: list[str]) -> list[str]:
+        """Get ready to evaluate on `devices`; returns the device of each evaluation slot.
+
+        Each slot runs one evaluation at a time: one per GPU here, one per GPU of the cluster on Ray.
+        """
+
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int) -> Result:
         """Import the solution so its extensions build into the cache: status `built` or its failure."""
 
@@ -32,6 +41,14 @@ class Executor(Protocol):
 
 class LocalExecutor:
     """Every build and evaluation in a fresh child process on this machine."""
+
+    def cores(self) -> int:
+        return os.cpu_count() or 1
+
+    def slots(self, devices: list[str]) -> list[str]:
+        for device in devices:
+            prestart_waiting_workers(device)  # they warm up while the builds run
+        return devices
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int) -> Result:
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
@@ -48,12 +65,13 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
     """Judge every pair; returns results in the order of `pairs`.
 
     Builds run `jobs` at a time (default one per core; each build's compiler gets its share of the
-    cores). As soon as a build succeeds its evaluation is queued for the next free device, one
-    evaluation per device at a time, so GPUs start while later candidates still compile. A failed
-    build is the candidate's verdict. `on_result` sees each result once, under a lock, as it exists.
+    cores). As soon as a build succeeds its evaluation is queued for the next free slot (see
+    Executor.slots: one evaluation per device at a time), so GPUs start while later candidates still
+    compile. A failed build is the candidate's verdict. `on_result` sees each result once, under a
+    lock, as it exists.
     """
     executor = executor or LocalExecutor()
-    cores = os.cpu_count() or 1
+    cores = executor.cores()
     jobs = max(1, min(jobs or cores, len(pairs) or 1))
     build_threads = max(1, cores // jobs)
     results: list[Result | None] = [None] * len(pairs)
@@ -83,10 +101,8 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
         else:
             record(index, built)
 
-    if isinstance(executor, LocalExecutor):
-        for device in devices:
-            prestart_waiting_workers(device)  # they warm up while the builds run
-    workers = [threading.Thread(target=device_worker, args=(device,), daemon=True) for device in devices]
+    workers = [threading.Thread(target=device_worker, args=(device,), daemon=True)
+               for device in executor.slots(devices)]
     for worker in workers:
         worker.start()
     try:
