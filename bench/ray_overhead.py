@@ -1,6 +1,7 @@
 """What Ray adds to each evaluation: the same evaluations through LocalExecutor and RayExecutor on this host.
 
     PYTHONPATH=$PWD python3 bench/ray_overhead.py [--gpus N] [--ray-address auto] [--cache-dir DIR] [--repeat R]
+                                                  [--pairs P]
 
 Builds are cached first. Then every pair is evaluated one at a time, by the local executor and then by
 Ray, each timed on the driver from the call to its Result (for Ray: submitting the task, scheduling it,
@@ -47,6 +48,7 @@ def main() -> int:
     parser.add_argument("--ray-address", default=None, help="Ray cluster to join (default: start one here)")
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=2, help="rounds over the pairs")
+    parser.add_argument("--pairs", type=int, default=None, help="only the first P pairs")
     parser.add_argument("--time-budget", type=float, default=1.0, help="seconds of timing per evaluation")
     parser.add_argument("--settle", type=float, default=3.0,
                         help="seconds of rest after each evaluation, so the waiting workers that each executor "
@@ -57,6 +59,7 @@ def main() -> int:
         local_devices = [f"cuda:{index}" for index in range(args.gpus)]
     else:
         pairs, local_devices = CPU_PAIRS, ["cpu"]
+    pairs = pairs[:args.pairs]
     cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="kbench-ray-overhead-"))
     config = RunConfig(device=local_devices[0], cache_dir=cache_dir, time_budget_s=args.time_budget, sweep=0)
 
