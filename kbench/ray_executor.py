@@ -104,8 +104,8 @@ class RayExecutor:
             # kbench itself raised on the node (not installed there, a full disk): not the candidate's doing.
             result = stamped(infra_error(job, f"kbench failed on a Ray node: {one_line(error.cause)}"), started)
         except self._ray.exceptions.RayError as error:
-            result = stamped(infra_error(job, f"Ray lost the task twice (node or worker died): {one_line(error)}"),
-                             started)
+            # WorkerCrashedError, NodeDiedError, ...: Ray lost the task, and its retry too.
+            result = stamped(infra_error(job, f"Ray lost the task and its retry: {one_line(error)}"), started)
         # Files named as the user gave them, as in a local run (reports and --resume read these).
         return replace(result, problem_path=str(problem), solution=str(solution))
 
@@ -122,17 +122,27 @@ def run_on_node(job: NodeJob) -> Result:
 
     started = time.monotonic()
     node = ray.util.get_node_ip_address()
-    differing = [f"{path} {'is missing' if not seen else f'differs (sha256 {seen}, driver {expected})'}"
-                 for path, expected in ((job.problem, job.problem_hash), (job.solution, job.solution_hash))
-                 if (seen := file_hash(path)) != expected]
-    if differing:
-        return stamped(infra_error(job, f"on node {node}, {'; '.join(differing)}: every node must see the "
+    differences = _differences_from_driver(job)
+    if differences:
+        return stamped(infra_error(job, f"on node {node}, {'; '.join(differences)}: every node must see the "
                                         "driver's files at the same paths"), started)
     result = evaluate(job.problem, job.solution, job.config, device=job.device, run_id=job.run_id,
                       build_only=job.build_only, build_threads=job.build_threads)
     # Ray numbers a task's GPUs from 0 (CUDA_VISIBLE_DEVICES); record the node's GPU and the node.
     gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU") or []
     return replace(result, device=f"{f'cuda:{gpus[0]}' if gpus else job.device}@{node}")
+
+
+def _differences_from_driver(job: NodeJob) -> list[str]:
+    """How the problem and solution files this node reads differ from those the driver hashed."""
+    differences = []
+    for path, drivers_hash in ((job.problem, job.problem_hash), (job.solution, job.solution_hash)):
+        nodes_hash = file_hash(path)
+        if not nodes_hash:
+            differences.append(f"{path} is missing")
+        elif nodes_hash != drivers_hash:
+            differences.append(f"{path} differs (sha256 {nodes_hash}, driver {drivers_hash})")
+    return differences
 
 
 def infra_error(job: NodeJob, message: str) -> Result:

@@ -24,8 +24,7 @@ class Status:
     SKIPPED = "skipped"                  # could not be judged here (e.g. needs a CUDA device)
     REJECTED = "rejected"                # output looked right but a guard caught cheating
     REFERENCE_ERROR = "reference_error"  # the problem itself failed: not the candidate's fault
-    # the infrastructure failed (node or worker lost): not the candidate's fault
-    INFRA_ERROR = "infra_error"
+    INFRA_ERROR = "infra_error"          # the infrastructure failed (node or worker lost): not the candidate's fault
     BUILT = "built"                      # build-only runs: imported and built, not yet judged
 
     # What a finished evaluation says; --resume counts a pair recorded with one of these as done.

@@ -166,7 +166,7 @@ def test_a_lost_worker_is_retried_once_then_infra_error_and_the_sweep_completes(
     rows = {Path(row["solution"]).name: row for row in read_rows(csv)}
     assert {name: row["status"] for name, row in rows.items()} == {
         "infinite_loop.py": "infra_error", "correct_plain.py": "correct"}
-    assert "Ray lost the task twice" in rows["infinite_loop.py"]["message"]
+    assert rows["infinite_loop.py"]["message"].startswith("Ray lost the task and its retry: WorkerCrashedError")
     report = json.loads(kbench("report", csv, "--format", "json").stdout)
     assert report["status_counts"] == {"correct": 1, "infra_error": 1}
 
@@ -180,7 +180,7 @@ def test_resume_and_only_failed_rerun_infra_error(lost_run, tmp_path, cpu_config
                                      RunConfig(device="cpu"), "cpu")
     assert [solution.name for _, solution in only_failed] == ["infinite_loop.py"]
 
-    resumed = kbench("sweep", *FAST, "--sweep", "0", "--timeout", "5", "--executor", "ray", "--ray-address",
+    resumed = kbench("sweep", *FAST, "--sweep", "0", "--timeout", "10", "--executor", "ray", "--ray-address",
                      cluster, "--resume", "--out", resumed_csv, cwd=tree, cache_dir=cpu_config.cache_dir)
     assert "resume: 1 pair(s) already in" in resumed.stderr
     new_rows = read_rows(resumed_csv)[2:]
