@@ -9,11 +9,13 @@ verbose so the full compiler output lands in the worker's log file.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import inspect
 import re
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -130,7 +132,8 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
         record.on_change()
         started = time.monotonic()
         try:
-            return real(*bound.args, **bound.kwargs)
+            with _sole_builder(folder):
+                return real(*bound.args, **bound.kwargs)
         except Exception as error:
             log = record.log_since(log_offset) + "\n" + str(error)
             if _ERROR_LINE.search(log):  # a deterministic compiler error, not a killed or timed-out build
@@ -147,6 +150,21 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
     build.__wrapped__ = real
     build.__signature__ = signature
     return build
+
+
+@contextmanager
+def _sole_builder(folder: Path):
+    """Build in `folder` alone, clearing the lock file a killed build left there.
+
+    torch serialises builds of one folder with a lock file that a killed build (a timeout, a lost Ray
+    worker) never removes, and the next build would wait on it until its own timeout. kbench's own lock
+    is an flock, which the kernel releases when its holder dies: whoever holds it is the only build in
+    the folder, so a torch lock file found then is stale.
+    """
+    with (folder / "kbench_build.lock").open("w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        (folder / "lock").unlink(missing_ok=True)
+        yield
 
 
 def _extension_key(arguments: dict) -> str:

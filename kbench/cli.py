@@ -154,10 +154,18 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
                    "[default: number of cores; a CUDA build runs 2 compilers at least].")
 @click.option("--gpus", default=None, metavar="N|I,J",
               help="GPUs to evaluate on, one worker each: a count (2) or indices (0,1; a single index as 3,) "
-                   "[default: all visible].")
+                   "[default: all visible]. Local executor only.")
+@click.option("--executor", "executor_name", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True,
+              help="Where builds and evaluations run: child processes on this machine, or Ray tasks on a "
+                   "cluster (one evaluation per GPU of the cluster; needs pip install \"kbench[ray]\" and "
+                   "problems, solutions and --cache-dir at the same paths on every node).")
+@click.option("--ray-address", default=None, metavar="ADDR",
+              help="With --executor ray: the cluster to join, auto (the one `ray start` runs on this machine) "
+                   "or host:port [default: a new Ray instance on this machine, for this run].")
 @run_options
-def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, jobs, gpus, as_json, out,
-                  **options) -> None:
+def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, jobs, gpus, executor_name,
+                  ray_address, as_json, out, **options) -> None:
     """Judge every solution under --solutions against its problem under --problems.
 
     Builds run in parallel first (cached), evaluations one per GPU as builds finish; every result is
@@ -168,7 +176,7 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
     from kbench.sweep import select_pairs
 
     config = build_config(**options)
-    devices = _devices(config.device, gpus)
+    executor, devices = _executor_and_devices(executor_name, ray_address, config.device, gpus)
     pairs, unpaired, skipped = select_pairs(problems_dir, solutions_dir, filters, out if only_failed else None,
                                             out if resume else None, config, devices[0])
     console = Console(stderr=True)
@@ -180,7 +188,7 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
         console.print("nothing to evaluate")
         sys.exit(EXIT_ALL_CORRECT)
     run_id = new_run_id()
-    results = _run_with_progress(pairs, config, devices, jobs, out, as_json, run_id=run_id)
+    results = _run_with_progress(pairs, config, devices, jobs, out, as_json, run_id=run_id, executor=executor)
     if as_json:
         click.echo(json.dumps([result.to_row() for result in results], indent=2))
     else:
@@ -261,7 +269,7 @@ def _print_summary(result) -> None:
         console.print(table)
 
 
-def _run_with_progress(pairs, config, devices, jobs, out, quiet, run_id=None):
+def _run_with_progress(pairs, config, devices, jobs, out, quiet, run_id=None, executor=None):
     """Run pairs with progress bars (builds, evaluations with failures so far and time left)."""
     from kbench.runner import new_run_id
     from kbench.scheduler import run_pairs
@@ -281,7 +289,7 @@ def _run_with_progress(pairs, config, devices, jobs, out, quiet, run_id=None):
 
         try:
             return run_pairs(pairs, config, devices=devices, run_id=run_id or new_run_id(), jobs=jobs,
-                             on_result=record, on_built=lambda result: progress.advance(building))
+                             executor=executor, on_result=record, on_built=lambda result: progress.advance(building))
         except KeyboardInterrupt:
             Console(stderr=True).print(f"interrupted: every finished result is in {out}")
             sys.exit(130)
@@ -289,6 +297,32 @@ def _run_with_progress(pairs, config, devices, jobs, out, quiet, run_id=None):
 
 def _exit_code(results) -> int:
     return EXIT_ALL_CORRECT if all(r.status == Status.CORRECT for r in results) else EXIT_SOME_NOT_CORRECT
+
+
+def _executor_and_devices(name: str, ray_address: str | None, requested: str, gpus: str | None):
+    """The executor of a sweep and the devices it evaluates on."""
+    from kbench.scheduler import LocalExecutor
+
+    if name == "local":
+        if ray_address:
+            raise click.UsageError("--ray-address needs --executor ray")
+        return LocalExecutor(), _devices(requested, gpus)
+    if gpus:
+        raise click.UsageError("--gpus is for --executor local; Ray places evaluations on the cluster's GPUs")
+    from kbench.ray_executor import INSTALL_HINT, RayExecutor
+
+    try:
+        executor = RayExecutor(ray_address)
+    except ModuleNotFoundError as error:
+        if error.name != "ray":
+            raise
+        raise click.UsageError(INSTALL_HINT)
+    except ConnectionError as error:
+        raise click.UsageError(f"--ray-address {ray_address}: {error}")
+    try:
+        return executor, [executor.device_for(requested)]
+    except ValueError as error:
+        raise click.UsageError(str(error))
 
 
 def _devices(requested: str, gpus: str | None) -> list[str]:

@@ -18,6 +18,7 @@ STATUS_STYLE = {
     Status.TIMEOUT: "yellow",
     Status.SKIPPED: "dim",
     Status.REFERENCE_ERROR: "yellow",
+    Status.INFRA_ERROR: "yellow",
 }
 
 

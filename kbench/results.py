@@ -24,10 +24,14 @@ class Status:
     SKIPPED = "skipped"                  # could not be judged here (e.g. needs a CUDA device)
     REJECTED = "rejected"                # output looked right but a guard caught cheating
     REFERENCE_ERROR = "reference_error"  # the problem itself failed: not the candidate's fault
+    INFRA_ERROR = "infra_error"          # the infrastructure failed (node or worker lost): not the candidate's fault
     BUILT = "built"                      # build-only runs: imported and built, not yet judged
 
-    ALL = (CORRECT, INCORRECT, LOAD_ERROR, COMPILE_ERROR, RUNTIME_ERROR, CRASHED, TIMEOUT,
-           SKIPPED, REJECTED, REFERENCE_ERROR)
+    # What a finished evaluation says; --resume counts a pair recorded with one of these as done.
+    FINAL = (CORRECT, INCORRECT, LOAD_ERROR, COMPILE_ERROR, RUNTIME_ERROR, CRASHED, TIMEOUT,
+             SKIPPED, REJECTED, REFERENCE_ERROR)
+    # Every status a result row may hold: an infra_error said nothing about the candidate, so it is not final.
+    ALL = FINAL + (INFRA_ERROR,)
 
 
 @dataclass(frozen=True)

@@ -71,14 +71,14 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     try:
         solution = Solution.read(solution_path)
     except OSError as error:
-        return _finish(replace(base, status=Status.LOAD_ERROR, message=f"cannot read solution: {error}"), started)
+        return stamped(replace(base, status=Status.LOAD_ERROR, message=f"cannot read solution: {error}"), started)
     base = replace(base, solution_hash=solution.sha256)
     if device == "cpu" and solution.needs_cuda:
-        return _finish(replace(base, status=Status.SKIPPED,
-                               message="needs a CUDA device (CUDA kernels in the source); none here"), started)
+        return stamped(replace(base, status=Status.SKIPPED,
+                                message="needs a CUDA device (CUDA kernels in the source); none here"), started)
     child_result = _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
                               build_only, build_threads)
-    return _finish(child_result, started)
+    return stamped(child_result, started)
 
 
 def _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
@@ -133,16 +133,23 @@ def _lost_worker_result(base: Result, state: dict, returncode: int | None, confi
 
 _live_sessions: set[int] = set()
 _live_lock = threading.Lock()
-# Pre-started, warmed-up workers waiting for an evaluation, per device (see worker.main). A worker's
-# warm-up (importing torch, creating a CUDA context) took ~4 s on the H200 host against 1-3 s for a
-# short evaluation: with four warming at once, back-to-back evaluations still find one ready. Each
-# warm-up takes a core for seconds, so small machines keep fewer.
-_spares: dict[str, list[subprocess.Popen]] = {}
+# Pre-started, warmed-up workers waiting for an evaluation (see worker.main), keyed by _spare_key. A
+# worker's warm-up (importing torch, creating a CUDA context) took ~4 s on the H200 host against 1-3 s
+# for a short evaluation: with four warming at once, back-to-back evaluations still find one ready.
+# Each warm-up takes a core for seconds, so small machines keep fewer.
+_spares: dict[tuple[str, str], list[subprocess.Popen]] = {}
 WAITING_WORKERS_PER_DEVICE = max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
+def _spare_key(device: str) -> tuple[str, str]:
+    """A waiting worker evaluates on `device` among the GPUs visible when it started. A Ray worker runs each
+    task under the CUDA_VISIBLE_DEVICES Ray chose for it, so "cuda:0" alone could name another GPU."""
+    return device, os.environ.get("CUDA_VISIBLE_DEVICES", "")
+
+
 def _environment(extra_environment: dict) -> dict:
-    return dict(os.environ, PYTHONUNBUFFERED="1", **extra_environment,
+    # KBENCH_PARENT_PID: the worker dies with this process (worker._die_with_parent).
+    return dict(os.environ, PYTHONUNBUFFERED="1", KBENCH_PARENT_PID=str(os.getpid()), **extra_environment,
                 PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
 
 
@@ -157,20 +164,22 @@ def _start_worker(arguments: list[str], stdout, environment: dict) -> subprocess
 
 def prestart_waiting_workers(device: str) -> None:
     """Top up the waiting workers for `device` (e.g. while builds run)."""
+    key = _spare_key(device)
     with _live_lock:
-        waiting = [process for process in _spares.get(device, []) if process.poll() is None]
+        waiting = [process for process in _spares.get(key, []) if process.poll() is None]
         missing = WAITING_WORKERS_PER_DEVICE - len(waiting)
     started = [_start_worker(["--wait", device], subprocess.DEVNULL, _environment({})) for _ in range(missing)]
     with _live_lock:
-        _spares[device] = waiting + started
+        _spares[key] = waiting + started
 
 
 def _take_waiting_worker(device: str) -> subprocess.Popen:
     """The longest-waiting worker for `device` (started now if there is none); then top up the pool."""
+    key = _spare_key(device)
     with _live_lock:
-        waiting = [process for process in _spares.get(device, []) if process.poll() is None]
+        waiting = [process for process in _spares.get(key, []) if process.poll() is None]
         taken = waiting.pop(0) if waiting else None
-        _spares[device] = waiting
+        _spares[key] = waiting
     if taken is None:
         taken = _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
     prestart_waiting_workers(device)
@@ -290,6 +299,7 @@ def _last_log_line(log_path: Path) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _finish(result: Result, started: float) -> Result:
+def stamped(result: Result, started: float) -> Result:
+    """The result with when it was recorded and how long it took since `started` (time.monotonic())."""
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
     return replace(result, time=now, wall_s=round(time.monotonic() - started, 3))

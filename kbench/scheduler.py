@@ -2,7 +2,7 @@
 
 An evaluation is a pure function of a small job description (problem, solution, config, device):
 the scheduler only decides where and when each runs, through an executor. LocalExecutor runs them in
-child processes on this machine; another executor (a cluster) can take its place.
+child processes on this machine; RayExecutor (ray_executor.py) runs the same on a Ray cluster.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Protocol
 
+from kbench.build import versions_tag
 from kbench.config import RunConfig
 from kbench.results import Result, Status
-from kbench.build import versions_tag
 from kbench.runner import evaluate, kill_all_workers, prestart_waiting_workers
 from kbench.solution import Solution
 
@@ -25,6 +25,15 @@ Pair = tuple[Path, Path]  # (problem file, solution file)
 
 
 class Executor(Protocol):
+    def cores(self) -> int:
+        """CPUs the builds share."""
+
+    def slots(self, devices: list[str]) -> list[str]:
+        """Get ready to evaluate on `devices`; returns the device of each evaluation slot.
+
+        Each slot runs one evaluation at a time: one per GPU here, one per GPU of the cluster on Ray.
+        """
+
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int) -> Result:
         """Import the solution so its extensions build into the cache: status `built` or its failure."""
 
@@ -34,6 +43,14 @@ class Executor(Protocol):
 
 class LocalExecutor:
     """Every build and evaluation in a fresh child process on this machine."""
+
+    def cores(self) -> int:
+        return os.cpu_count() or 1
+
+    def slots(self, devices: list[str]) -> list[str]:
+        for device in devices:
+            prestart_waiting_workers(device)  # they warm up while the builds run
+        return devices
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int) -> Result:
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
@@ -96,12 +113,12 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
     Builds run `jobs` at a time (default one per core), CUDA builds first, each with its share of the
     cores but at least CUDA_BUILD_THREADS compilers for a CUDA build (its host and device sources
     compile at once: a build's wall time is what delays its evaluation). As soon as a build succeeds
-    its evaluation is queued for the next free device, one evaluation per device at a time, so GPUs
-    start while later candidates still compile. A failed build is the candidate's verdict.
-    `on_result` sees each result once, under a lock, as it exists.
+    its evaluation is queued for the next free slot (see Executor.slots: one evaluation per device at
+    a time), so GPUs start while later candidates still compile. A failed build is the candidate's
+    verdict. `on_result` sees each result once, under a lock, as it exists.
     """
     executor = executor or LocalExecutor()
-    cores = os.cpu_count() or 1
+    cores = executor.cores()
     jobs = max(1, min(jobs or cores, len(pairs) or 1))
 
     def threads_for(index: int) -> int:
@@ -136,10 +153,8 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
         else:
             record(index, built)
 
-    if isinstance(executor, LocalExecutor):
-        for device in devices:
-            prestart_waiting_workers(device)  # they warm up while the builds run
-    workers = [threading.Thread(target=device_worker, args=(device,), daemon=True) for device in devices]
+    workers = [threading.Thread(target=device_worker, args=(device,), daemon=True)
+               for device in executor.slots(devices)]
     for worker in workers:
         worker.start()
     try:

@@ -51,4 +51,4 @@ def _latest_statuses(path: Path) -> dict[str, str]:
 def _recorded(path: Path) -> set[tuple]:
     """Pairs a CSV already holds a final verdict for, keyed by solution, contents and settings."""
     return {(_solution_key(row["solution"]), row.get("solution_hash", ""), row.get("problem_hash", ""),
-             row.get("settings", "")) for row in _rows(path) if row.get("status") in Status.ALL}
+             row.get("settings", "")) for row in _rows(path) if row.get("status") in Status.FINAL}

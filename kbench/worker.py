@@ -9,12 +9,14 @@ progress file this worker keeps up to date.
 from __future__ import annotations
 
 import copy
+import ctypes
 import faulthandler
 import json
 import math
 import os
 import platform
 import random
+import signal
 import sys
 import time
 import traceback
@@ -38,6 +40,7 @@ _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", 
                      "Found no NVIDIA", "CUDA driver", "cuda runtime")
 # A sweep gives up drawing after this many configurations per requested one (invalid ones are skipped).
 _SWEEP_ATTEMPTS_PER_CONFIGURATION = 4
+_PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ def main(argv: list[str]) -> int:
     job and exits.
     """
     faulthandler.enable()  # a segfault leaves a Python stack in the log
+    _die_with_parent()
     if argv[0] == "--wait":
         _warm_up(argv[1])
         line = sys.stdin.readline().strip()
@@ -107,6 +111,21 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _die_with_parent() -> None:
+    """Have Linux kill this worker when its parent dies (strictly: when the parent's thread that started it
+    ends; kbench's threads outlive the workers they start, except idle waiting ones at the end of a sweep).
+
+    A parent killed outright (a lost Ray worker, kill -9 of kbench) cannot kill its evaluation, and an
+    orphan would run on (a hang: forever) beside the retried evaluation on the same GPU. The kernel's
+    signal works even while a candidate spins holding the GIL.
+    """
+    if not sys.platform.startswith("linux") or "KBENCH_PARENT_PID" not in os.environ:
+        return  # not started by kbench's runner
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(os.environ["KBENCH_PARENT_PID"]):
+        os._exit(1)  # the parent died before the request above took effect
 
 
 def _warm_up(device: str) -> None:

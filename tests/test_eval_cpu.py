@@ -130,6 +130,16 @@ def test_build_past_its_timeout_is_timeout_and_compilers_are_killed(cpu_config, 
     assert marker not in processes
 
 
+def test_a_lock_left_by_a_killed_build_does_not_block_the_next_build(cpu_config):
+    judged(cpu_config, "axpy/correct.py")
+    # What torch leaves in a build folder when the build is killed (a timeout, a lost Ray worker).
+    stale = next(cpu_config.cache_dir.rglob("axpy_correct-*")) / "lock"
+    stale.touch()
+    result = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", replace(cpu_config, timeout_s=60))
+    assert result.status == Status.CORRECT, result.message
+    assert not stale.exists()
+
+
 def test_tuple_outputs(cpu_config):
     assert judged(cpu_config, "minmax/correct.py", PROBLEMS / "minmax.py").status == Status.CORRECT
     swapped = judged(cpu_config, "minmax/swapped.py", PROBLEMS / "minmax.py")

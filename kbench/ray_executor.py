@@ -1,0 +1,153 @@
+"""Builds and evaluations as Ray tasks on a cluster: `kbench sweep --executor ray`.
+
+The scheduler decides what runs when; this executor only moves each build or evaluation onto a node,
+where kbench.runner runs it exactly as it does locally (a fresh child process, timeouts, crashes turned
+into verdicts), so a crashing candidate never takes a Ray worker down. Every node sees the problems, the
+solutions and the build cache at the same paths: an extension built on one node is found by the
+evaluation on another through the cache (keyed by content hash), and nothing large travels through Ray.
+
+Ray is an optional dependency: it is imported only when a RayExecutor is made.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kbench.config import RunConfig
+from kbench.results import Result, Status
+from kbench.runner import evaluate, file_hash, stamped
+from kbench.worker import one_line
+
+Pair = tuple[Path, Path]  # (problem file, solution file)
+
+INSTALL_HINT = 'kbench sweep --executor ray needs Ray: pip install "kbench[ray]"'
+
+
+@dataclass(frozen=True)
+class NodeJob:
+    """One build or evaluation as a node runs it; a plain value that Ray carries to the node."""
+
+    problem: Path              # absolute: a node's working directory is not the driver's
+    solution: Path             # absolute
+    problem_hash: str          # file_hash on the driver: the node must read the same files
+    solution_hash: str
+    config: RunConfig          # cache_dir absolute, the same folder on every node
+    device: str                # "cpu", or "cuda:0": the GPU Ray gave the task
+    run_id: str
+    build_only: bool = False
+    build_threads: int | None = None
+
+
+class RayExecutor:
+    """Builds as tasks that reserve CPUs; evaluations as tasks that reserve one GPU (or one CPU)."""
+
+    def __init__(self, address: str | None = None):
+        import ray  # ModuleNotFoundError without Ray: the caller shows INSTALL_HINT
+
+        if not ray.is_initialized():
+            # No address: a Ray instance on this machine for this run; "auto" or host:port joins a cluster.
+            local_only = {} if address else {"include_dashboard": False}
+            ray.init(address=address, log_to_driver=False, logging_level="WARNING", **local_only)
+        self._ray = ray
+        # max_retries=1: a task whose node or worker was lost runs once more (an exception is not retried).
+        self._build_task = ray.remote(max_retries=1)(run_on_node)
+        # max_calls=0 keeps a Ray worker for later tasks, with its waiting workers warm. Ray's default for GPU
+        # tasks is a fresh worker per task, to free GPU memory the task held; this worker never touches CUDA
+        # (its child processes do), so there is nothing to free.
+        self._evaluation_task = ray.remote(max_retries=1, max_calls=0)(run_on_node)
+
+    def cores(self) -> int:
+        return int(self._ray.cluster_resources().get("CPU", 1))
+
+    def device_for(self, requested: str) -> str:
+        """The device evaluations use on the cluster ("cuda:0", relative to the GPU Ray gives each task, or
+        "cpu"); ValueError when the cluster cannot provide what was asked for."""
+        has_gpus = self._gpus() > 0
+        if requested == "cpu" or (requested == "auto" and not has_gpus):
+            return "cpu"
+        if requested not in ("auto", "cuda"):
+            raise ValueError(f"--device {requested}: with --executor ray use auto, cuda or cpu (Ray picks the GPU)")
+        if not has_gpus:
+            raise ValueError("--device cuda: the Ray cluster has no GPU")
+        return "cuda:0"
+
+    def slots(self, devices: list[str]) -> list[str]:
+        """One slot per GPU of the cluster; for CPU evaluations, one per CPU (each task reserves one)."""
+        count = self._gpus() if devices[0].startswith("cuda") else self.cores()
+        return [devices[0]] * max(1, count)
+
+    def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int) -> Result:
+        # A task cannot reserve more CPUs than one node has.
+        threads = max(1, min(build_threads, self._largest_node_cpus()))
+        task = self._build_task.options(num_cpus=threads, name=f"kbench build {pair[1].name}")
+        return self._run(task, pair, config, device, run_id, build_only=True, build_threads=threads)
+
+    def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
+        # A GPU evaluation reserves no CPU, as locally: builds filling the CPUs must not leave GPUs idle.
+        needs = {"num_gpus": 1, "num_cpus": 0} if device.startswith("cuda") else {"num_cpus": 1}
+        task = self._evaluation_task.options(name=f"kbench eval {pair[1].name}", **needs)
+        return self._run(task, pair, config, device, run_id)
+
+    def _run(self, task, pair: Pair, config: RunConfig, device: str, run_id: str, build_only: bool = False,
+             build_threads: int | None = None) -> Result:
+        """Run the task and wait for its Result; a task Ray could not finish is an infra_error row."""
+        problem, solution = pair
+        job = NodeJob(problem=problem.resolve(), solution=solution.resolve(), problem_hash=file_hash(problem),
+                      solution_hash=file_hash(solution), config=replace(config, cache_dir=config.cache_dir.resolve()),
+                      device=device, run_id=run_id, build_only=build_only, build_threads=build_threads)
+        started = time.monotonic()
+        try:
+            result = self._ray.get(task.remote(job))
+        except self._ray.exceptions.RayTaskError as error:
+            # kbench itself raised on the node (not installed there, a full disk): not the candidate's doing.
+            result = stamped(infra_error(job, f"kbench failed on a Ray node: {one_line(error.cause)}"), started)
+        except self._ray.exceptions.RayError as error:
+            # WorkerCrashedError, NodeDiedError, ...: Ray lost the task, and its retry too.
+            result = stamped(infra_error(job, f"Ray lost the task and its retry: {one_line(error)}"), started)
+        # Files named as the user gave them, as in a local run (reports and --resume read these).
+        return replace(result, problem_path=str(problem), solution=str(solution))
+
+    def _gpus(self) -> int:
+        return int(self._ray.cluster_resources().get("GPU", 0))
+
+    def _largest_node_cpus(self) -> int:
+        return int(max((node["Resources"].get("CPU", 0) for node in self._ray.nodes() if node["Alive"]), default=1))
+
+
+def run_on_node(job: NodeJob) -> Result:
+    """The body of every task, on its node: check the files are the driver's, then run as locally."""
+    import ray
+
+    started = time.monotonic()
+    node = ray.util.get_node_ip_address()
+    differences = _differences_from_driver(job)
+    if differences:
+        return stamped(infra_error(job, f"on node {node}, {'; '.join(differences)}: every node must see the "
+                                        "driver's files at the same paths"), started)
+    result = evaluate(job.problem, job.solution, job.config, device=job.device, run_id=job.run_id,
+                      build_only=job.build_only, build_threads=job.build_threads)
+    # Ray numbers a task's GPUs from 0 (CUDA_VISIBLE_DEVICES); record the node's GPU and the node.
+    gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU") or []
+    return replace(result, device=f"{f'cuda:{gpus[0]}' if gpus else job.device}@{node}")
+
+
+def _differences_from_driver(job: NodeJob) -> list[str]:
+    """How the problem and solution files this node reads differ from those the driver hashed."""
+    differences = []
+    for path, drivers_hash in ((job.problem, job.problem_hash), (job.solution, job.solution_hash)):
+        nodes_hash = file_hash(path)
+        if not nodes_hash:
+            differences.append(f"{path} is missing")
+        elif nodes_hash != drivers_hash:
+            differences.append(f"{path} differs (sha256 {nodes_hash}, driver {drivers_hash})")
+    return differences
+
+
+def infra_error(job: NodeJob, message: str) -> Result:
+    """A row that blames the infrastructure, never the candidate."""
+    return Result(problem=job.problem.stem, solution=str(job.solution), status=Status.INFRA_ERROR, message=message,
+                  solution_hash=job.solution_hash, problem_path=str(job.problem), problem_hash=job.problem_hash,
+                  settings=job.config.fingerprint(job.device), policy=job.config.policy, device=job.device,
+                  run_id=job.run_id)
