@@ -49,7 +49,7 @@ from pathlib import Path
 
 import torch
 
-from kbench import guards, params
+from kbench import guards, params, stats
 from kbench.build import BuildRecord, install_build_hooks, versions_tag
 from kbench.config import RunConfig
 from kbench.problem import load_module, overridden
@@ -530,12 +530,6 @@ def within(difference: float | None, target: float | None) -> str:
     return "pass" if abs(difference) <= target else "fail"
 
 
-def coefficient_of_variation(values: list[float]) -> float | None:
-    if len(values) < 2:
-        return None
-    return statistics.stdev(values) / statistics.fmean(values)
-
-
 def describe(result) -> str:
     flags = f" [{','.join(result.flags)}]" if result.flags else ""
     message = f": {result.message}" if result.message and not result.ok else ""
@@ -668,16 +662,16 @@ def stability_row(workload: Workload, setup: Setup, runs: int) -> dict:
     reference = [result.reference_timing.median_ms for result in judged]
     speedups = [result.speedup for result in judged]
     target = stability_target(statistics.median(candidate)) if candidate and setup.on_gpu else None
-    speedup_cv = coefficient_of_variation(speedups)
+    speedup_cv = stats.coefficient_of_variation(speedups)
     return {
         "workload": workload.name,
         "solution": relative_path(workload.solution),
         "runs": runs,
         "correct_runs": len(judged),
         "candidate_mean_ms": statistics.fmean(candidate) if candidate else None,
-        "candidate_cv": coefficient_of_variation(candidate),
+        "candidate_cv": stats.coefficient_of_variation(candidate),
         "reference_mean_ms": statistics.fmean(reference) if reference else None,
-        "reference_cv": coefficient_of_variation(reference),
+        "reference_cv": stats.coefficient_of_variation(reference),
         "speedup_mean": statistics.fmean(speedups) if speedups else None,
         "speedup_cv": speedup_cv,
         "target_speedup_cv": target,

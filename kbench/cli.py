@@ -45,7 +45,8 @@ def run_options(command):
         click.option("--seed", default=42, show_default=True, type=int,
                      help="Base seed for parameters (models) and inputs (trial i uses seed + i)."),
         click.option("--atol", type=click.FloatRange(0), default=None,
-                     help="Absolute tolerance [default: float32 1e-4 (1e-2 under --policy pytorch), float16/bfloat16 1e-2]."),
+                     help="Absolute tolerance [default: float32 1e-4 (1e-2 under --policy pytorch), "
+                          "float16/bfloat16 1e-2]."),
         click.option("--rtol", type=click.FloatRange(0), default=None,
                      help="Relative tolerance [default: as --atol]."),
         click.option("--timeout", "timeout_s", default=900.0, show_default=True, type=click.FloatRange(1),
@@ -71,9 +72,10 @@ def run_options(command):
                           "under --policy, always; the main speedup), default (PyTorch's default precision "
                           "settings: TF32 convolutions), compile (torch.compile of the reference)."),
         click.option("--cuda-graph", is_flag=True,
-                     help="Time replays of a captured CUDA graph of each call (L2 still flushed between "
-                          "replays): for short kernels where launch overhead dominates. Falls back to plain "
-                          "timing, with a note, when a model cannot be captured."),
+                     help="Time CUDA-graph replays of each call, repeated until a replay lasts ~0.5 ms (L2 "
+                          "flushed before every call, flushes subtracted): for kernels under ~50 us and models "
+                          "of many small kernels. Falls back to plain timing, with a note, when a model cannot "
+                          "be captured."),
         click.option("--guards/--no-guards", "guards", default=True, show_default=True,
                      help="Anti-cheat checks that cost time (rotating timed inputs, timed-output checks, "
                           "hidden-work, op and precision checks)."),

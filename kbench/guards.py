@@ -1,7 +1,7 @@
 """Defences against candidates that fake correctness or speed.
 
 Flags are names. REJECTING flags turn a result into `rejected` (it never counts as correct or fast);
-NOTING flags are shown and become `incorrect` only under --strict. WARNING flags are about the
+NOTING flags are shown and become `incorrect` only under --strict. THROTTLED is about the
 measurement, not the candidate: shown, never a verdict.
 """
 
@@ -29,12 +29,11 @@ CALLS_REFERENCE_OP = "calls_reference_op"  # ran an aten op that carries the ref
 LOW_PRECISION = "low_precision"          # error against float64 truth >= 10x the float32 reference's
 WEAK_CHECK = "weak_check"                # reference output nearly constant or nearly zero
 
-# Warning flags.
+# A warning about the measurement.
 THROTTLED = "throttled"                  # the SM clock fell by more than 10% while timing: times are suspect
 
 REJECTING = (MUTATED_INPUTS, CHANGED_SETTINGS, STALE_OUTPUT, SIDE_STREAM, HARNESS_TAMPERING, NON_PLAIN_OUTPUT)
 NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK)
-WARNING = (THROTTLED,)
 
 
 def set_strict_precision() -> None:

@@ -39,10 +39,11 @@ def largest_drop(values: Sequence[float]) -> float:
     return drop
 
 
-def coefficient_of_variation(values: Sequence[float]) -> float:
-    """Sample standard deviation over the mean (0 for fewer than two values)."""
+def coefficient_of_variation(values: Sequence[float]) -> float | None:
+    """Sample standard deviation over the mean: how much repeated measurements spread (None for fewer
+    than two values or a zero mean)."""
     if len(values) < 2 or statistics.fmean(values) == 0:
-        return 0.0
+        return None
     return statistics.stdev(values) / statistics.fmean(values)
 
 

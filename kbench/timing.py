@@ -190,8 +190,9 @@ def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
                        clock: Callable[[], float] = time.monotonic,
                        clock_log: ClockLog | None = None) -> list[Samples]:
     """Time the sides in turn, round after round (reference, candidate, baselines; each round starting
-    one side later), so drift in clocks or load cancels in their ratios. Stops when every side is precise enough or the budget is spent.
-    `clock_log`, when given, reads the GPU clock after the warm-up, between rounds and at the end."""
+    one side later), so drift in clocks or load cancels in their ratios. Stops when every side is
+    precise enough or the budget is spent. `clock_log`, when given, reads the GPU clock after the
+    warm-up, between rounds and at the end."""
     for _ in range(rule.warmup):
         for side in sides:
             _measure(side, timer)

@@ -22,8 +22,8 @@ import time
 import traceback
 from dataclasses import dataclass, replace
 from itertools import islice
-from typing import Callable
 from pathlib import Path
+from typing import Callable
 
 import torch
 

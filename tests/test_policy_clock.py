@@ -88,6 +88,7 @@ def test_largest_drop_is_a_fall_from_an_earlier_reading_not_a_rise():
     assert stats.largest_drop([1980, 1980, 1600, 1700]) == pytest.approx((1980 - 1600) / 1980)
     assert stats.largest_drop([1200, 1980]) == 0.0
     assert stats.coefficient_of_variation([1.0, 1.0, 1.0]) == 0.0
+    assert stats.coefficient_of_variation([5.0]) is None
     assert stats.coefficient_of_variation([9.0, 11.0]) == pytest.approx(2 ** 0.5 / 10)
 
 
