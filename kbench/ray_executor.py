@@ -18,9 +18,8 @@ from pathlib import Path
 from kbench.config import RunConfig
 from kbench.results import Result, Status
 from kbench.runner import evaluate, file_hash, stamped
+from kbench.scheduler import Pair
 from kbench.worker import one_line
-
-Pair = tuple[Path, Path]  # (problem file, solution file)
 
 INSTALL_HINT = 'kbench sweep --executor ray needs Ray: pip install "kbench[ray]"'
 

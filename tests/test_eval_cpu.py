@@ -169,16 +169,32 @@ def test_waiting_workers_are_replaced_after_use_or_death_and_stopped(cpu_config)
     from kbench import runner
 
     assert evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
-    waiting = list(runner._spares["cpu"])
+    waiting = list(runner._spares[runner._spare_key("cpu")])
     assert len(waiting) == runner.WAITING_WORKERS_PER_DEVICE and all(p.poll() is None for p in waiting)
     for process in waiting:  # a waiting worker that dies must not cost the next evaluation its verdict
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
     assert evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
-    fresh = list(runner._spares["cpu"])
+    fresh = list(runner._spares[runner._spare_key("cpu")])
     assert fresh and not set(p.pid for p in fresh) & set(p.pid for p in waiting)
     runner.stop_waiting_workers()
     assert runner._spares == {} and all(p.poll() is not None for p in fresh)
+
+
+def test_waiting_workers_serve_only_the_gpus_visible_when_they_started(cpu_config, monkeypatch):
+    # A Ray worker runs each task under the CUDA_VISIBLE_DEVICES Ray chose for it; a waiting worker started
+    # under another value would evaluate on another task's GPU.
+    from kbench import runner
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    runner.prestart_waiting_workers("cpu")
+    for_gpu_1 = list(runner._spares[("cpu", "1")])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
+    assert runner._spares[("cpu", "1")] == for_gpu_1 and all(p.poll() is None for p in for_gpu_1)
+    for process in runner._spares[("cpu", "0")]:
+        assert b"CUDA_VISIBLE_DEVICES=0\0" in Path(f"/proc/{process.pid}/environ").read_bytes()
+    runner.stop_waiting_workers()
 
 
 def test_baselines_pytorch_defaults_and_compile_are_timed_in_the_same_rounds(cpu_config):
