@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -153,10 +154,16 @@ def _environment(extra_environment: dict) -> dict:
                 PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
 
 
+# Every worker is started from this one thread. A worker asks Linux to kill it when the thread that
+# started it ends (worker._die_with_parent): this thread lives as long as kbench does, while the
+# scheduler's build and device threads end with each run and would take live workers with them.
+_launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbench-launcher")
+
+
 def _start_worker(arguments: list[str], stdout, environment: dict) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-m", "kbench.worker", *arguments], stdout=stdout,
-                               stderr=subprocess.STDOUT, stdin=subprocess.PIPE, env=environment,
-                               start_new_session=True)
+    process = _launcher.submit(subprocess.Popen, [sys.executable, "-m", "kbench.worker", *arguments],
+                               stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.PIPE, env=environment,
+                               start_new_session=True).result()
     with _live_lock:
         _live_sessions.add(process.pid)
     return process

@@ -115,7 +115,7 @@ def main(argv: list[str]) -> int:
 
 def _die_with_parent() -> None:
     """Have Linux kill this worker when its parent dies (strictly: when the parent's thread that started it
-    ends; kbench's threads outlive the workers they start, except idle waiting ones at the end of a sweep).
+    ends; kbench starts every worker from one thread that lives as long as it does, runner._launcher).
 
     A parent killed outright (a lost Ray worker, kill -9 of kbench) cannot kill its evaluation, and an
     orphan would run on (a hang: forever) beside the retried evaluation on the same GPU. The kernel's
