@@ -49,7 +49,7 @@ from pathlib import Path
 
 import torch
 
-from kbench import guards, params, stats
+from kbench import guards, params, stats, timing
 from kbench.build import BuildRecord, install_build_hooks, versions_tag
 from kbench.config import RunConfig
 from kbench.problem import load_module, overridden
@@ -223,11 +223,10 @@ def independent_timer(call, device: torch.device, calls: int) -> dict:
 
 
 def l2_flush(device: torch.device):
-    """kbench's flush, written again here: zero a buffer twice the L2's size (nothing on a CPU)."""
+    """kbench's own L2 flush (nothing on a CPU)."""
     if device.type != "cuda":
         return lambda: None
-    l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
-    return torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device=device).zero_
+    return timing.CudaEventTimer(device).flush
 
 
 def profiled(call, device: torch.device, calls: int) -> dict:

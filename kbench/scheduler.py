@@ -76,32 +76,28 @@ def _needs_cuda(solution_path: Path) -> bool:
         return False
 
 
-def _built_marker(solution_path: Path, config: RunConfig) -> Path | None:
-    """Where a successful build of this exact solution file is recorded in the cache (None: unreadable)."""
-    try:
-        sha256 = Solution.read(solution_path).sha256
-    except OSError:
-        return None
-    return config.cache_dir / "built" / versions_tag() / sha256
+def _built_marker(solution: Solution, config: RunConfig) -> Path:
+    """Where a successful build of this exact solution file is recorded in the cache."""
+    return config.cache_dir / "built" / versions_tag() / solution.sha256
 
 
 def needs_build_phase(solution_path: Path, config: RunConfig) -> bool:
     """False when importing the solution builds nothing, or its build is already in the cache: its
     evaluation can start at once (it imports, and if need be builds, the solution itself)."""
     try:
-        if not Solution.read(solution_path).builds_extension:
-            return False
+        solution = Solution.read(solution_path)
     except OSError:
         return True  # the build phase reports the unreadable file
-    marker = _built_marker(solution_path, config)
-    return marker is None or not marker.exists()
+    return solution.builds_extension and not _built_marker(solution, config).exists()
 
 
 def _record_built(solution_path: Path, config: RunConfig) -> None:
-    marker = _built_marker(solution_path, config)
-    if marker is not None:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+    try:
+        marker = _built_marker(Solution.read(solution_path), config)
+    except OSError:
+        return
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
 
 
 def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_id: str = "",
@@ -120,10 +116,11 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
     executor = executor or LocalExecutor()
     cores = executor.cores()
     jobs = max(1, min(jobs or cores, len(pairs) or 1))
+    needs_cuda = [_needs_cuda(solution) for _, solution in pairs]
 
     def threads_for(index: int) -> int:
         share = max(1, cores // jobs)
-        return max(share, CUDA_BUILD_THREADS) if _needs_cuda(pairs[index][1]) else share
+        return max(share, CUDA_BUILD_THREADS) if needs_cuda[index] else share
 
     results: list[Result | None] = [None] * len(pairs)
     lock = threading.Lock()

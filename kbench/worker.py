@@ -386,9 +386,7 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state) 
         def load():
             index = position["next"] % rotation
             position["next"] += 1
-            for buffer, source in zip(buffers, input_sets[index]):
-                if isinstance(buffer, torch.Tensor):
-                    buffer.copy_(source)
+            _load_into(buffers, input_sets[index])
             on_load(index)
         return load
 
@@ -522,11 +520,16 @@ def _graph_sides(sides: dict, timer, probe_inputs: list, config, state) -> _Grap
     return _GraphSides(captured, repeats)
 
 
-def _call_on(timed: _TimedSide, inputs: list):
-    """A copy of the side's output for `inputs`, loaded into its buffers, under its settings."""
-    for buffer, source in zip(timed.buffers, inputs):
+def _load_into(buffers: list, inputs: list) -> None:
+    """Copy inputs into a side's input buffers (non-tensor arguments stay as they are)."""
+    for buffer, source in zip(buffers, inputs):
         if isinstance(buffer, torch.Tensor):
             buffer.copy_(source)
+
+
+def _call_on(timed: _TimedSide, inputs: list):
+    """A copy of the side's output for `inputs`, loaded into its buffers, under its settings."""
+    _load_into(timed.buffers, inputs)
     if timed.settings:
         timed.settings()
     output = _clone_output(timed.side.call())
