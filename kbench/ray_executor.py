@@ -37,6 +37,7 @@ class NodeJob:
     run_id: str
     build_only: bool = False
     build_threads: int | None = None
+    build_nice: int = 0
 
 
 class RayExecutor:
@@ -77,11 +78,13 @@ class RayExecutor:
         count = self._gpus() if devices[0].startswith("cuda") else self.cores()
         return [devices[0]] * max(1, count)
 
-    def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int) -> Result:
+    def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
+              build_nice: int = 0) -> Result:
         # A task cannot reserve more CPUs than one node has.
         threads = max(1, min(build_threads, self._largest_node_cpus()))
         task = self._build_task.options(num_cpus=threads, name=f"kbench build {pair[1].name}")
-        return self._run(task, pair, config, device, run_id, build_only=True, build_threads=threads)
+        return self._run(task, pair, config, device, run_id, build_only=True, build_threads=threads,
+                         build_nice=build_nice)
 
     def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
         # A GPU evaluation reserves no CPU, as locally: builds filling the CPUs must not leave GPUs idle.
@@ -90,12 +93,13 @@ class RayExecutor:
         return self._run(task, pair, config, device, run_id)
 
     def _run(self, task, pair: Pair, config: RunConfig, device: str, run_id: str, build_only: bool = False,
-             build_threads: int | None = None) -> Result:
+             build_threads: int | None = None, build_nice: int = 0) -> Result:
         """Run the task and wait for its Result; a task Ray could not finish is an infra_error row."""
         problem, solution = pair
         job = NodeJob(problem=problem.resolve(), solution=solution.resolve(), problem_hash=file_hash(problem),
                       solution_hash=file_hash(solution), config=replace(config, cache_dir=config.cache_dir.resolve()),
-                      device=device, run_id=run_id, build_only=build_only, build_threads=build_threads)
+                      device=device, run_id=run_id, build_only=build_only, build_threads=build_threads,
+                      build_nice=build_nice)
         started = time.monotonic()
         try:
             result = self._ray.get(task.remote(job))
@@ -126,7 +130,7 @@ def run_on_node(job: NodeJob) -> Result:
         return stamped(infra_error(job, f"on node {node}, {'; '.join(differences)}: every node must see the "
                                         "driver's files at the same paths"), started)
     result = evaluate(job.problem, job.solution, job.config, device=job.device, run_id=job.run_id,
-                      build_only=job.build_only, build_threads=job.build_threads)
+                      build_only=job.build_only, build_threads=job.build_threads, build_nice=job.build_nice)
     # Ray numbers a task's GPUs from 0 (CUDA_VISIBLE_DEVICES); record the node's GPU and the node.
     gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU") or []
     return replace(result, device=f"{f'cuda:{gpus[0]}' if gpus else job.device}@{node}")

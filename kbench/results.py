@@ -124,6 +124,7 @@ class Result:
     policy: str = ""                       # precision policy of check and timing
     sizes: str = ""                        # global overrides used, e.g. "length=512", empty = official
     wall_s: float | None = None            # wall time of the whole evaluation
+    cpu_s: float | None = None             # CPU time of the worker and the compilers it ran (None: it died)
     phase_s: str = ""                      # seconds per worker phase: "loading solution 0.41; checking 1.20; ..."
     time: str = ""                         # when the result was recorded (ISO 8601, UTC)
     run_id: str = ""                       # groups the rows of one kbench invocation
@@ -219,6 +220,7 @@ class Result:
             "build_s": self.build_s,
             "build_reused": self.build_reused,
             "wall_s": self.wall_s,
+            "cpu_s": self.cpu_s,
             "phase_s": self.phase_s,
             "device": self.device,
             "device_name": self.device_name,

@@ -55,12 +55,13 @@ def new_run_id() -> str:
 
 def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
              overrides: dict | None = None, run_id: str = "", build_only: bool = False,
-             build_threads: int | None = None) -> Result:
+             build_threads: int | None = None, build_nice: int = 0) -> Result:
     """Judge one solution against one problem in a fresh child process.
 
     With build_only, the child only imports the solution (building its extensions into the cache)
     and returns status `built`, or the load/compile failure; a later evaluation then starts warm.
-    build_threads caps the compiler jobs one build may run (ninja's MAX_JOBS).
+    build_threads caps the compiler jobs one build may run (ninja's MAX_JOBS); build_nice lowers the
+    build's CPU priority (and its compilers') by that much (see scheduler.CompilerBudget).
     """
     device = device or resolve_device(config.device)
     overrides = overrides or {}
@@ -77,13 +78,16 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     if device == "cpu" and solution.needs_cuda:
         return stamped(replace(base, status=Status.SKIPPED,
                                 message="needs a CUDA device (CUDA kernels in the source); none here"), started)
+    extra_environment = {"MAX_JOBS": str(build_threads)} if build_threads else {}
+    if build_nice:
+        extra_environment["KBENCH_NICE"] = str(build_nice)
     child_result = _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
-                              build_only, build_threads)
+                              build_only, extra_environment)
     return stamped(child_result, started)
 
 
 def _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
-               build_only, build_threads) -> Result:
+               build_only, extra_environment) -> Result:
     log_path = _log_path(config.cache_dir, solution_path, solution.sha256)
     base = replace(base, log_path=str(log_path))
     with tempfile.TemporaryDirectory(prefix="kbench-job-") as scratch:
@@ -93,7 +97,6 @@ def _run_child(problem_path, solution_path, solution, config, device, overrides,
                   state_path=str(scratch / "state.json"), overrides=overrides, run_id=run_id,
                   log_path=str(log_path), build_only=build_only)
         job.save(scratch / "job.json")
-        extra_environment = {"MAX_JOBS": str(build_threads)} if build_threads else {}
         returncode = _spawn_and_wait(scratch / "job.json", log_path, config.timeout_s, extra_environment, device)
         result_data = _read_json(Path(job.result_path))
         if result_data is not None and returncode == 0:

@@ -34,8 +34,11 @@ class Executor(Protocol):
         Each slot runs one evaluation at a time: one per GPU here, one per GPU of the cluster on Ray.
         """
 
-    def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int) -> Result:
-        """Import the solution so its extensions build into the cache: status `built` or its failure."""
+    def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
+              build_nice: int = 0) -> Result:
+        """Import the solution so its extensions build into the cache: status `built` or its failure.
+
+        build_threads caps its compiler processes; build_nice lowers their CPU priority."""
 
     def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
         """Judge the solution on `device`."""
@@ -52,9 +55,10 @@ class LocalExecutor:
             prestart_waiting_workers(device)  # they warm up while the builds run
         return devices
 
-    def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int) -> Result:
+    def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
+              build_nice: int = 0) -> Result:
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
-                        build_threads=build_threads)
+                        build_threads=build_threads, build_nice=build_nice)
 
     def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id)
@@ -62,6 +66,39 @@ class LocalExecutor:
 
 # A CUDA extension compiles its host and device sources as two compiler processes.
 CUDA_BUILD_THREADS = 2
+# CPU priority of builds, as niceness: every build yields to evaluations (which time CPU-side launch
+# work and must not wait behind compilers); builds beyond those that fill the cores yield to the rest.
+BUILD_NICE = 5
+FILLER_BUILD_NICE = 15
+
+
+class CompilerBudget:
+    """Gives the cores to the builds started first.
+
+    Builds run `jobs` at a time, and with two compilers each they can ask for more cores than the
+    machine has. Shared equally, all of them would finish late together and the GPUs would wait for
+    the first; instead the builds whose compilers fit in the cores run at BUILD_NICE and the rest at
+    FILLER_BUILD_NICE: they take only what the first leave idle (a CUDA build's host file finishes
+    long before its device file), so builds finish in the order they started and the cores stay busy.
+    """
+
+    def __init__(self, cores: int):
+        self.cores = cores
+        self.claimed = 0
+        self.lock = threading.Lock()
+
+    def claim(self, threads: int) -> int:
+        """The niceness for a build of `threads` compilers starting now; release(threads, it) when done."""
+        with self.lock:
+            if self.claimed and self.claimed + threads > self.cores:
+                return FILLER_BUILD_NICE
+            self.claimed += threads
+            return BUILD_NICE
+
+    def release(self, threads: int, nice: int) -> None:
+        if nice == BUILD_NICE:
+            with self.lock:
+                self.claimed -= threads
 
 
 def build_order(pairs: list[Pair]) -> list[int]:
@@ -108,7 +145,8 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
 
     Builds run `jobs` at a time (default one per core), CUDA builds first, each with its share of the
     cores but at least CUDA_BUILD_THREADS compilers for a CUDA build (its host and device sources
-    compile at once: a build's wall time is what delays its evaluation). As soon as a build succeeds
+    compile at once: a build's wall time is what delays its evaluation), at a lower CPU priority than
+    evaluations and with the cores going to the builds started first (CompilerBudget). As soon as a build succeeds
     its evaluation is queued for the next free slot (see Executor.slots: one evaluation per device at
     a time), so GPUs start while later candidates still compile. A failed build is the candidate's
     verdict. `on_result` sees each result once, under a lock, as it exists.
@@ -122,6 +160,7 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
         share = max(1, cores // jobs)
         return max(share, CUDA_BUILD_THREADS) if needs_cuda[index] else share
 
+    budget = CompilerBudget(cores)
     results: list[Result | None] = [None] * len(pairs)
     lock = threading.Lock()
     ready: queue.Queue = queue.Queue()
@@ -141,7 +180,12 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
             record(index, result)
 
     def build(index: int) -> None:
-        built = executor.build(pairs[index], config, devices[0], run_id, threads_for(index))
+        threads = threads_for(index)
+        nice = budget.claim(threads)
+        try:
+            built = executor.build(pairs[index], config, devices[0], run_id, threads, nice)
+        finally:
+            budget.release(threads, nice)
         with lock:
             on_built(built)
         if built.status == Status.BUILT:

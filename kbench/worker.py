@@ -16,6 +16,7 @@ import math
 import os
 import platform
 import random
+import resource
 import signal
 import sys
 import time
@@ -96,6 +97,7 @@ def main(argv: list[str]) -> int:
     """
     faulthandler.enable()  # a segfault leaves a Python stack in the log
     _die_with_parent()
+    os.nice(int(os.environ.get("KBENCH_NICE", "0")))  # a build: the compilers it starts inherit it
     if argv[0] == "--wait":
         _warm_up(argv[1])
         line = sys.stdin.readline().strip()
@@ -711,7 +713,8 @@ class Progress:
                                               + time.monotonic() - self.phase_started})
         phases = "; ".join(f"{name} {value:.2f}" for name, value in seconds.items() if value >= 0.005)
         return replace(self.base, build_s=_build_seconds(build), build_reused=build.all_reused if build else None,
-                       flags=tuple(self.flags), wall_s=time.monotonic() - self.started, phase_s=phases, **fields)
+                       flags=tuple(self.flags), wall_s=time.monotonic() - self.started, phase_s=phases,
+                       cpu_s=_cpu_seconds(), **fields)
 
 
 def _raise_if_rejected(state: Progress) -> None:
@@ -729,6 +732,12 @@ def _guard(state: Progress, when: str) -> None:
     if tampered:
         state.flag(guards.HARNESS_TAMPERING, f"replaced {', '.join(tampered)} while {when}")
     _raise_if_rejected(state)
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this worker and of the children it waited for (ninja, and through it the compilers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 3)
 
 
 def _build_seconds(build) -> float | None:

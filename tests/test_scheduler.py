@@ -25,10 +25,45 @@ def test_a_solution_built_once_skips_the_build_phase_next_time(cpu_config, tmp_p
     assert not needs_build_phase(plain, config)  # imports build nothing: straight to evaluation
     pairs = [(PROBLEMS / "axpy.py", extension), (PROBLEMS / "axpy.py", plain)]
     assert needs_build_phase(extension, replace(config, cache_dir=tmp_path))  # a new cache: no record yet
-    first = run_pairs(pairs, config, devices=["cpu"])
+    first_built = []
+    first = run_pairs(pairs, config, devices=["cpu"], on_built=first_built.append)
     assert [result.status for result in first] == [Status.CORRECT, Status.CORRECT]
+    # The build's CPU time (its worker and compilers) and the evaluation's are recorded apiece.
+    assert [result.cpu_s > 0 for result in first_built if result.solution == str(extension)] == [True]
+    assert all(result.cpu_s > 0 for result in first)
     assert not needs_build_phase(extension, config)
     built = []
     second = run_pairs(pairs, config, devices=["cpu"], on_built=built.append)
     assert [result.status for result in second] == [Status.CORRECT, Status.CORRECT]
     assert all(result.build_s is None for result in built)  # no build ran: nothing was timed
+
+
+def test_builds_that_fit_the_cores_come_first_and_the_rest_fill_in():
+    from kbench.scheduler import BUILD_NICE, FILLER_BUILD_NICE, CompilerBudget
+
+    budget = CompilerBudget(cores=4)
+    first, second, third = budget.claim(2), budget.claim(2), budget.claim(2)
+    assert (first, second, third) == (BUILD_NICE, BUILD_NICE, FILLER_BUILD_NICE)
+    budget.release(2, third)  # a filler's end frees nothing the first two hold
+    assert budget.claim(1) == FILLER_BUILD_NICE
+    budget.release(2, first)
+    assert budget.claim(2) == BUILD_NICE  # the next build started gets the freed cores
+    assert CompilerBudget(cores=1).claim(2) == BUILD_NICE  # a lone build never waits behind nothing
+
+
+def test_a_build_runs_at_the_niceness_it_was_given_and_an_evaluation_at_kbenchs(cpu_config):
+    import os
+    from dataclasses import replace
+
+    from kbench.results import Status
+    from kbench.runner import evaluate
+    from kbench.scheduler import LocalExecutor
+
+    config = replace(cpu_config, time=False, sweep=0)
+    pair = (PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "reports_priority.py")
+    own = os.nice(0)
+    built = LocalExecutor().build(pair, config, "cpu", "", 1, build_nice=7)
+    assert built.status == Status.LOAD_ERROR
+    assert f"imported at niceness {min(19, own + 7)}" in built.message
+    judged = evaluate(*pair, config)
+    assert f"imported at niceness {own}" in judged.message
