@@ -94,3 +94,16 @@ def test_help_lists_commands_and_options():
     completed = kbench("eval", "--help")
     for option in ("--problem", "--timeout", "--out", "--json", "--atol", "--cache-dir", "--device"):
         assert option in completed.stdout
+
+
+def test_executor_ray_without_ray_is_a_one_line_usage_error(tmp_path):
+    block_ray = ("import sys; sys.modules['ray'] = None; from kbench.cli import main; "
+                 "main(prog_name='kbench')")
+    completed = subprocess.run(
+        [sys.executable, "-c", block_ray, "sweep", "--executor", "ray", "--problems", str(PROBLEMS),
+         "--solutions", str(SOLUTIONS)], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert completed.returncode == 2
+    assert completed.stderr.strip().splitlines()[-1] == \
+        'Error: kbench sweep --executor ray needs Ray: pip install "kbench[ray]"'
+    assert "Traceback" not in completed.stderr
