@@ -122,7 +122,8 @@ def main() -> int:
     print(f"cold run: wall {cold_wall:.1f} s; {len(builds)} builds, build CPU {build_cpu_s:.1f} s (/ {cores} cores ="
           f" {build_cpu_s / cores:.1f} s); GPU evaluation time per device {gpu_busy_s:.1f} s;"
           f" all child processes' CPU {cold_cpu:.1f} s")
-    print(f"cold run: first evaluation started at {first_gpu_s:.1f} s, last build ended at {last_build_s:.1f} s")
+    print(f"cold run: first evaluation started at {first_gpu_s:.1f} s, last build ended at {last_build_s:.1f} s;"
+          f" GPU busy {gpu_busy_s:.1f} s of the {cold_wall - first_gpu_s:.1f} s after the first evaluation started")
     print(f"cold run: wall / max(build CPU / cores, GPU time) = {cold_wall / floor_s:.2f} (target <= 1.2)")
     print(f"cold run: most evaluations running at once: {max_concurrent(evaluations)}")
     print(f"warm run: wall {warm_wall:.1f} s; per evaluation outside timed GPU work: median "

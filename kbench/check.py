@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -55,48 +56,88 @@ def compare(candidate_output, reference_output,
     return TrialOutcome(True, *worst, mismatch=None)
 
 
+# Elements compared at a time: the float64 temporaries of one chunk take about 1 GB whatever the output's
+# size (a whole 8.6 GB float32 output compared at once would need ~85 GB of them).
+COMPARE_CHUNK_ELEMENTS = 1 << 24
+COMPARE_WORKSPACE_BYTES = 10 * 8 * COMPARE_CHUNK_ELEMENTS  # about ten float64 temporaries of a chunk
+
+
+@dataclass
+class _Tally:
+    """What the chunks of one output found so far."""
+
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    reference_square_sum: float = 0.0
+    difference_square_sum: float = 0.0
+    nonfinite: tuple[int, int] | None = None   # (count, first flat index) of non-finite mismatches
+    outside: tuple[int, int] | None = None     # (count, first flat index) of elements outside tolerance
+
+
 def _compare_tensor(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float,
                     label: str) -> TrialOutcome:
     if expected.numel() == 0:
         return TrialOutcome(True, 0.0, 0.0, 0.0, None)
+    flat_got, flat_expected = got.detach().reshape(-1), expected.detach().reshape(-1)
     if expected.is_complex() or not (expected.is_floating_point()):
-        mismatched = got != expected
-        if bool(mismatched.any()):
+        mismatched = _found(flat_got != flat_expected)
+        if mismatched:
             return _failed(_where(mismatched, got, expected, label, "differs"))
         return TrialOutcome(True, 0.0, 0.0, 0.0, None)
-    got64 = got.detach().to(torch.float64)
-    expected64 = expected.detach().to(torch.float64)
+    tally = _Tally()
+    for start in range(0, flat_expected.numel(), COMPARE_CHUNK_ELEMENTS):
+        chunk = slice(start, start + COMPARE_CHUNK_ELEMENTS)
+        _compare_chunk(flat_got[chunk], flat_expected[chunk], atol, rtol, start, tally)
+    reference_norm, difference_norm = math.sqrt(tally.reference_square_sum), math.sqrt(tally.difference_square_sum)
+    norm_err = difference_norm / reference_norm if reference_norm > 0 else difference_norm
+    errors = (tally.max_abs, tally.max_rel, norm_err)
+    if tally.nonfinite:
+        return TrialOutcome(False, *errors, _where(tally.nonfinite, got, expected, label, "non-finite mismatch"))
+    if tally.outside:
+        return TrialOutcome(False, *errors, _where(tally.outside, got, expected, label,
+                                                   f"outside atol={atol:g} rtol={rtol:g}"))
+    return TrialOutcome(True, *errors, None)
+
+
+def _compare_chunk(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float, offset: int,
+                   tally: _Tally) -> None:
+    """Fold one chunk (flat views, starting at flat index `offset`) into the tally, in float64."""
+    got64, expected64 = got.to(torch.float64), expected.to(torch.float64)
     # Non-finite values: the candidate must be finite where the reference is, and match it elsewhere.
     expected_finite = torch.isfinite(expected64)
     bad_nonfinite = (expected_finite & ~torch.isfinite(got64)) | (~expected_finite & (got64 != expected64)
                                                                   & ~(got64.isnan() & expected64.isnan()))
-    diff = torch.where(expected_finite, (got64 - expected64).abs(), torch.zeros_like(got64))
+    diff = torch.where(expected_finite, (got64 - expected64).abs(), 0.0)
     diff = torch.nan_to_num(diff, nan=float("inf"))
-    max_abs = float(diff.max())
+    tally.max_abs = max(tally.max_abs, float(diff.max()))
     significant = expected_finite & (expected64.abs() >= max(atol, 1e-30))
-    relative = torch.where(significant, diff / expected64.abs().clamp_min(1e-30), torch.zeros_like(diff))
-    max_rel = float(relative.max())
-    reference_norm = float(torch.linalg.vector_norm(torch.where(expected_finite, expected64, 0.0)))
-    difference_norm = float(torch.linalg.vector_norm(torch.where(expected_finite, diff, 0.0)))
-    norm_err = difference_norm / reference_norm if reference_norm > 0 else difference_norm
-    if bool(bad_nonfinite.any()):
-        return TrialOutcome(False, max_abs, max_rel, norm_err,
-                            _where(bad_nonfinite, got, expected, label, "non-finite mismatch"))
-    outside = diff > atol + rtol * expected64.abs()
-    if bool(outside.any()):
-        return TrialOutcome(False, max_abs, max_rel, norm_err,
-                            _where(outside, got, expected, label, f"outside atol={atol:g} rtol={rtol:g}"))
-    return TrialOutcome(True, max_abs, max_rel, norm_err, None)
+    relative = torch.where(significant, diff / expected64.abs().clamp_min(1e-30), 0.0)
+    tally.max_rel = max(tally.max_rel, float(relative.max()))
+    tally.reference_square_sum += float(torch.where(expected_finite, expected64, 0.0).square().sum())
+    tally.difference_square_sum += float(diff.square().sum())
+    tally.nonfinite = _merge(tally.nonfinite, _found(bad_nonfinite, offset))
+    tally.outside = _merge(tally.outside, _found(diff > atol + rtol * expected64.abs(), offset))
 
 
-def _where(mask: torch.Tensor, got: torch.Tensor, expected: torch.Tensor, label: str, what: str) -> str:
+def _found(mask: torch.Tensor, offset: int = 0) -> tuple[int, int] | None:
+    """(how many, first flat index + offset) of the True elements of a flat mask; None when there are none."""
     count = int(mask.sum())
-    flat_index = int(mask.reshape(-1).nonzero()[0, 0])
-    position = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_index), mask.shape))
+    return (count, offset + int(mask.nonzero()[0, 0])) if count else None
+
+
+def _merge(earlier: tuple[int, int] | None, later: tuple[int, int] | None) -> tuple[int, int] | None:
+    if earlier is None or later is None:
+        return earlier or later
+    return earlier[0] + later[0], earlier[1]
+
+
+def _where(found: tuple[int, int], got: torch.Tensor, expected: torch.Tensor, label: str, what: str) -> str:
+    count, flat_index = found
+    position = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_index), expected.shape))
     got_value = got.reshape(-1)[flat_index].item()
     expected_value = expected.reshape(-1)[flat_index].item()
     return (f"{label}[{', '.join(map(str, position))}] = {got_value:.6g}, expected {expected_value:.6g} "
-            f"({what}; {count} of {mask.numel()} elements)")
+            f"({what}; {count} of {expected.numel()} elements)")
 
 
 def _failed(message: str) -> TrialOutcome:
@@ -129,9 +170,14 @@ def error_against(output, truth) -> float | None:
             return None
         if not got.is_floating_point():
             continue
-        expected64 = expected.detach().to(torch.float64)
-        difference = float(torch.linalg.vector_norm(got.detach().to(torch.float64) - expected64))
-        scale = float(torch.linalg.vector_norm(expected64))
+        flat_got, flat_expected = got.detach().reshape(-1), expected.detach().reshape(-1)
+        difference_square_sum = scale_square_sum = 0.0
+        for start in range(0, flat_expected.numel(), COMPARE_CHUNK_ELEMENTS):
+            chunk = slice(start, start + COMPARE_CHUNK_ELEMENTS)
+            expected64 = flat_expected[chunk].to(torch.float64)
+            difference_square_sum += float((flat_got[chunk].to(torch.float64) - expected64).square().sum())
+            scale_square_sum += float(expected64.square().sum())
+        difference, scale = math.sqrt(difference_square_sum), math.sqrt(scale_square_sum)
         error = difference / scale if scale > 0 else difference
         worst = error if worst is None else max(worst, error)
     return worst

@@ -66,10 +66,11 @@ class LocalExecutor:
 
 # A CUDA extension compiles its host and device sources as two compiler processes.
 CUDA_BUILD_THREADS = 2
-# CPU priority of builds, as niceness: every build yields to evaluations (which time CPU-side launch
-# work and must not wait behind compilers); builds beyond those that fill the cores yield to the rest.
-BUILD_NICE = 5
-FILLER_BUILD_NICE = 15
+# CPU priority of builds, as niceness (Linux: 0 default, 19 lowest). Every build yields to evaluations,
+# which time CPU-side launch work and must not wait behind compilers; builds beyond those whose compilers
+# fill the cores yield to the rest.
+BUILD_NICE = 10
+FILLER_BUILD_NICE = 19
 
 
 class CompilerBudget:
@@ -78,13 +79,14 @@ class CompilerBudget:
     Builds run `jobs` at a time, and with two compilers each they can ask for more cores than the
     machine has. Shared equally, all of them would finish late together and the GPUs would wait for
     the first; instead the builds whose compilers fit in the cores run at BUILD_NICE and the rest at
-    FILLER_BUILD_NICE: they take only what the first leave idle (a CUDA build's host file finishes
-    long before its device file), so builds finish in the order they started and the cores stay busy.
+    FILLER_BUILD_NICE: they take little more than what the first leave idle (a CUDA build's host file
+    finishes long before its device file), so builds finish about in the order they started and the
+    cores stay busy. A build started when an earlier one ends gets the cores it freed.
     """
 
     def __init__(self, cores: int):
         self.cores = cores
-        self.claimed = 0
+        self.claimed = 0  # compilers of the running builds at BUILD_NICE
         self.lock = threading.Lock()
 
     def claim(self, threads: int) -> int:

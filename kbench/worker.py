@@ -313,6 +313,8 @@ def _check_trials(reference_model, candidate_model, make_inputs, config, device,
             candidate_output = run_candidate()
         _guard(state, "calling ModelNew")
         _guard_output(state, candidate_output)
+        state.input_bytes = max(state.input_bytes, _output_bytes(inputs))
+        state.output_bytes = max(state.output_bytes, _output_bytes(reference_output))
         if guards.inputs_mutated(inputs, candidate_inputs):
             state.flag(guards.MUTATED_INPUTS, "forward changed its input tensors in place")
         _raise_if_rejected(state)
@@ -376,7 +378,7 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state) 
     if not config.time:
         return {}
     state.write("timing")
-    rotation = _rotation_size(make_inputs(config.seed), config, device)
+    rotation = _rotation_size(state.input_bytes, state.output_bytes, len(config.baselines) + 1, config, device)
     input_sets = [make_inputs(config.seed + 100 + index) for index in range(rotation)]
     expected = [_call(reference_model, _clone(inputs), device, Status.REFERENCE_ERROR, "reference forward failed: ")
                 for inputs in input_sets] if config.guards else []
@@ -593,17 +595,22 @@ def _output_bytes(output) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
-def _rotation_size(inputs: list, config, device) -> int:
-    """How many input sets the timing loop rotates through: 3, fewer when memory is tight."""
+def _rotation_size(input_bytes: int, output_bytes: int, sides: int, config, device) -> int:
+    """How many input sets the timing loop rotates through: 3, fewer when GPU memory is tight.
+
+    Each set holds its inputs and the reference's outputs for them. Besides the sets, each timed side
+    has input buffers of its own, and a call's output, the output being checked and the comparison's
+    workspace are alive at once (an output can be 8x its inputs: conv2d's official size).
+    """
     if not config.guards:
         return 1
     if device.type != "cuda":
         return 3
-    input_bytes = _output_bytes(inputs)
     free_bytes, _ = torch.cuda.mem_get_info(device)
+    free_bytes += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)  # torch's cache
+    alongside = sides * input_bytes + 2 * output_bytes + check.COMPARE_WORKSPACE_BYTES
     for count in (3, 2):
-        # Input sets plus their expected outputs (assume outputs as large as inputs) and two buffers.
-        if (2 * count + 4) * input_bytes < 0.6 * free_bytes:
+        if alongside + count * (input_bytes + output_bytes) < 0.8 * free_bytes:
             return count
     return 1
 
@@ -685,6 +692,8 @@ class Progress:
         self.flags: list[str] = []
         self.flag_messages: list[str] = []
         self.notes: list[str] = []  # things worth saying that are not flags (a baseline that could not run)
+        self.input_bytes = 0        # largest input set and reference output of the trials (sizes timing memory)
+        self.output_bytes = 0
 
     def write(self, phase: str, current: str = "") -> None:
         now = time.monotonic()

@@ -1,5 +1,6 @@
 """The output comparison: tolerances, NaN, shapes, dtypes, tuples, and the recorded error numbers."""
 
+import pytest
 import torch
 
 from kbench.check import compare, summarise
@@ -80,3 +81,27 @@ def test_summary_counts_trials_and_keeps_first_failure():
     assert (summary.trials_passed, summary.trials_total) == (1, 3)
     assert summary.first_mismatch.startswith("trial 1:")
     assert summary.max_abs_err == 2.0 and not summary.passed
+
+
+def test_outputs_compared_in_chunks_give_the_same_outcome_as_at_once(monkeypatch):
+    """Large outputs are compared a chunk at a time (bounded memory): counts, first position and errors
+    must not depend on where the chunks split."""
+    import kbench.check
+
+    reference = torch.rand(6, 9) + 0.5
+    candidate = reference.clone()
+    candidate[2, 3] += 1e-2
+    candidate[4, 8] += 3e-2
+    candidate[5, 0] = float("inf")
+    passing = reference + 5e-5
+    at_once = [compare(candidate, reference, TOLERANCE), compare(candidate[:5], reference[:5], TOLERANCE),
+               compare(passing, reference, TOLERANCE), kbench.check.error_against(passing, reference.double())]
+    monkeypatch.setattr(kbench.check, "COMPARE_CHUNK_ELEMENTS", 7)
+    chunked = [compare(candidate, reference, TOLERANCE), compare(candidate[:5], reference[:5], TOLERANCE),
+               compare(passing, reference, TOLERANCE), kbench.check.error_against(passing, reference.double())]
+    assert "output[5, 0]" in chunked[0].mismatch and "non-finite" in chunked[0].mismatch
+    assert "output[2, 3]" in chunked[1].mismatch and "2 of 45 elements" in chunked[1].mismatch
+    for whole, parts in zip(at_once[:3], chunked[:3]):
+        assert (whole.passed, whole.mismatch, whole.max_abs_err) == (parts.passed, parts.mismatch, parts.max_abs_err)
+        assert (whole.max_rel_err, whole.norm_err) == pytest.approx((parts.max_rel_err, parts.norm_err), rel=1e-12)
+    assert at_once[3] == pytest.approx(chunked[3], rel=1e-12)
