@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.table import Table
 from rich.text import Text
 
@@ -178,6 +180,7 @@ def plot_best(best, path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     rows = best.sort_values("best_speedup", na_position="first").to_dict("records")
     speedups = [_number(row["best_speedup"]) for row in rows]
@@ -189,10 +192,17 @@ def plot_best(best, path) -> None:
     axis.set_xscale("log")
     spread = max(max(max(value, 1.0 / value) for value in values) * 1.3, 2.0)
     axis.set_xlim(1.0 / spread, spread)
+    # Ticks at powers of two, labelled like the table ("0.5x"); matplotlib's own labels of a narrow log
+    # axis overlap each other.
+    ticks = [2.0 ** power for power in range(-int(math.log2(spread)), int(math.log2(spread)) + 1)]
+    axis.set_xticks(ticks, [f"{tick:g}x" for tick in ticks])
+    axis.xaxis.set_minor_formatter(NullFormatter())
     axis.axvline(1.0, color="black", linewidth=1)
     axis.set_xlabel("best speedup over the reference (log scale; grey: no correct solution)")
     for index, value in enumerate(speedups):
-        axis.text(values[index], index, f" {value:.2g}x" if value is not None else " none", va="center", fontsize=8)
+        # Beyond the bar's end: right of a faster bar, left of a slower one.
+        label, side = (f" {value:.2g}x", "left") if value is None or value >= 1 else (f"{value:.2g}x ", "right")
+        axis.text(values[index], index, label if value is not None else " none", va="center", ha=side, fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)

@@ -67,40 +67,35 @@ class LocalExecutor:
 # A CUDA extension compiles its host and device sources as two compiler processes.
 CUDA_BUILD_THREADS = 2
 # CPU priority of builds, as niceness (Linux: 0 default, 19 lowest). Every build yields to evaluations,
-# which time CPU-side launch work and must not wait behind compilers; builds beyond those whose compilers
-# fill the cores yield to the rest.
+# which time CPU-side launch work and must not wait behind compilers; the first builds of a run get the
+# cores before the rest (CompilerBudget).
 BUILD_NICE = 10
-FILLER_BUILD_NICE = 19
+LATER_BUILD_NICE = 19
 
 
 class CompilerBudget:
-    """Gives the cores to the builds started first.
+    """Gives the cores to the first builds of a run, so the GPUs can start early.
 
     Builds run `jobs` at a time, and with two compilers each they can ask for more cores than the
-    machine has. Shared equally, all of them would finish late together and the GPUs would wait for
-    the first; instead the builds whose compilers fit in the cores run at BUILD_NICE and the rest at
-    FILLER_BUILD_NICE: they take little more than what the first leave idle (a CUDA build's host file
-    finishes long before its device file), so builds finish about in the order they started and the
-    cores stay busy. A build started when an earlier one ends gets the cores it freed.
+    machine has. Shared equally, the first builds would finish late together and the GPUs would wait
+    for them. So the first builds whose compilers fit in the cores run at BUILD_NICE, and every build
+    after them at LATER_BUILD_NICE: until the first builds end, the later ones take little more than
+    what those leave idle (a CUDA build's host file compiles long before its device file); after that
+    they share the cores equally, the ones started earlier finishing first. (Niceness cannot be lowered
+    again without privileges, so a later build is never raised above one that has been waiting.)
     """
 
     def __init__(self, cores: int):
         self.cores = cores
-        self.claimed = 0  # compilers of the running builds at BUILD_NICE
+        self.claimed = 0  # compilers of every build started so far
         self.lock = threading.Lock()
 
     def claim(self, threads: int) -> int:
-        """The niceness for a build of `threads` compilers starting now; release(threads, it) when done."""
+        """The niceness for a build of `threads` compilers starting now."""
         with self.lock:
-            if self.claimed and self.claimed + threads > self.cores:
-                return FILLER_BUILD_NICE
+            first = self.claimed == 0 or self.claimed + threads <= self.cores
             self.claimed += threads
-            return BUILD_NICE
-
-    def release(self, threads: int, nice: int) -> None:
-        if nice == BUILD_NICE:
-            with self.lock:
-                self.claimed -= threads
+        return BUILD_NICE if first else LATER_BUILD_NICE
 
 
 def build_order(pairs: list[Pair]) -> list[int]:
@@ -148,7 +143,7 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
     Builds run `jobs` at a time (default one per core), CUDA builds first, each with its share of the
     cores but at least CUDA_BUILD_THREADS compilers for a CUDA build (its host and device sources
     compile at once: a build's wall time is what delays its evaluation), at a lower CPU priority than
-    evaluations and with the cores going to the builds started first (CompilerBudget). As soon as a build succeeds
+    evaluations and with the cores going to the first builds (CompilerBudget). As soon as a build succeeds
     its evaluation is queued for the next free slot (see Executor.slots: one evaluation per device at
     a time), so GPUs start while later candidates still compile. A failed build is the candidate's
     verdict. `on_result` sees each result once, under a lock, as it exists.
@@ -183,11 +178,7 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
 
     def build(index: int) -> None:
         threads = threads_for(index)
-        nice = budget.claim(threads)
-        try:
-            built = executor.build(pairs[index], config, devices[0], run_id, threads, nice)
-        finally:
-            budget.release(threads, nice)
+        built = executor.build(pairs[index], config, devices[0], run_id, threads, budget.claim(threads))
         with lock:
             on_built(built)
         if built.status == Status.BUILT:

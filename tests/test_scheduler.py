@@ -38,17 +38,14 @@ def test_a_solution_built_once_skips_the_build_phase_next_time(cpu_config, tmp_p
     assert all(result.build_s is None for result in built)  # no build ran: nothing was timed
 
 
-def test_builds_that_fit_the_cores_come_first_and_the_rest_fill_in():
-    from kbench.scheduler import BUILD_NICE, FILLER_BUILD_NICE, CompilerBudget
+def test_the_first_builds_that_fill_the_cores_come_first_and_the_rest_fill_in():
+    from kbench.scheduler import BUILD_NICE, LATER_BUILD_NICE, CompilerBudget
 
     budget = CompilerBudget(cores=4)
-    first, second, third = budget.claim(2), budget.claim(2), budget.claim(2)
-    assert (first, second, third) == (BUILD_NICE, BUILD_NICE, FILLER_BUILD_NICE)
-    budget.release(2, third)  # a filler's end frees nothing the first two hold
-    assert budget.claim(1) == FILLER_BUILD_NICE
-    budget.release(2, first)
-    assert budget.claim(2) == BUILD_NICE  # the next build started gets the freed cores
-    assert CompilerBudget(cores=1).claim(2) == BUILD_NICE  # a lone build never waits behind nothing
+    assert [budget.claim(2) for _ in range(3)] == [BUILD_NICE, BUILD_NICE, LATER_BUILD_NICE]
+    # Later builds never outrank those already waiting at the lower priority, even when they would fit.
+    assert budget.claim(1) == LATER_BUILD_NICE
+    assert CompilerBudget(cores=1).claim(2) == BUILD_NICE  # a lone build never yields to nothing
 
 
 def test_a_build_runs_at_the_niceness_it_was_given_and_an_evaluation_at_kbenchs(cpu_config):
