@@ -201,8 +201,11 @@ def plot_best(best, path) -> None:
     axis.set_xlabel("best speedup over the reference (log scale; grey: no correct solution)")
     for index, value in enumerate(speedups):
         # Beyond the bar's end: right of a faster bar, left of a slower one.
-        label, side = (f" {value:.2g}x", "left") if value is None or value >= 1 else (f"{value:.2g}x ", "right")
-        axis.text(values[index], index, label if value is not None else " none", va="center", ha=side, fontsize=8)
+        if value is None:
+            label, side = " none", "left"
+        else:
+            label, side = (f" {value:.2g}x", "left") if value >= 1 else (f"{value:.2g}x ", "right")
+        axis.text(values[index], index, label, va="center", ha=side, fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
