@@ -378,7 +378,8 @@ def _time(reference_model, candidate_model, make_inputs, config, device, state) 
     if not config.time:
         return {}
     state.write("timing")
-    rotation = _rotation_size(state.input_bytes, state.output_bytes, len(config.baselines) + 1, config, device)
+    rotation = _rotation_size(state.input_bytes, state.output_bytes, len(config.baselines) + 1,
+                              _free_bytes(device)) if config.guards else 1
     input_sets = [make_inputs(config.seed + 100 + index) for index in range(rotation)]
     expected = [_call(reference_model, _clone(inputs), device, Status.REFERENCE_ERROR, "reference forward failed: ")
                 for inputs in input_sets] if config.guards else []
@@ -595,24 +596,29 @@ def _output_bytes(output) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
-def _rotation_size(input_bytes: int, output_bytes: int, sides: int, config, device) -> int:
-    """How many input sets the timing loop rotates through: 3, fewer when GPU memory is tight.
+def _rotation_size(input_bytes: int, output_bytes: int, sides: int, free_bytes: int | None) -> int:
+    """How many input sets the timing loop rotates through: 3, fewer when GPU memory is tight
+    (free_bytes: what the device has free; None on a CPU, where memory is not the limit).
 
     Each set holds its inputs and the reference's outputs for them. Besides the sets, each timed side
     has input buffers of its own, and a call's output, the output being checked and the comparison's
     workspace are alive at once (an output can be 8x its inputs: conv2d's official size).
     """
-    if not config.guards:
-        return 1
-    if device.type != "cuda":
+    if free_bytes is None:
         return 3
-    free_bytes, _ = torch.cuda.mem_get_info(device)
-    free_bytes += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)  # torch's cache
     alongside = sides * input_bytes + 2 * output_bytes + check.COMPARE_WORKSPACE_BYTES
     for count in (3, 2):
         if alongside + count * (input_bytes + output_bytes) < 0.8 * free_bytes:
             return count
     return 1
+
+
+def _free_bytes(device) -> int | None:
+    """Device memory this process can still use: the driver's free memory plus torch's unused cache."""
+    if device.type != "cuda":
+        return None
+    free_bytes, _ = torch.cuda.mem_get_info(device)
+    return free_bytes + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
 
 
 def _sweep(problem_module, solution_module, config, device, state):
