@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 import torch
@@ -58,14 +59,18 @@ def phase_seconds(result) -> dict[str, float]:
     return phases
 
 
-def max_concurrent(results) -> int:
-    """Largest number of evaluations whose [end - wall, end] intervals overlap."""
-    from datetime import datetime
+def interval(result) -> tuple[float, float]:
+    """(start, end) of a result as Unix times: it was recorded at `time`, `wall_s` after it started."""
+    end = datetime.fromisoformat(result.time).timestamp()
+    return end - (result.wall_s or 0), end
 
+
+def max_concurrent(results) -> int:
+    """Largest number of evaluations whose intervals overlap."""
     events = []
     for result in results:
-        end = datetime.fromisoformat(result.time).timestamp()
-        events += [(end - (result.wall_s or 0), 1), (end, -1)]
+        start, end = interval(result)
+        events += [(start, 1), (end, -1)]
     running = peak = 0
     for _, change in sorted(events):
         running += change
@@ -79,14 +84,6 @@ def run(pairs, config, devices) -> tuple[list, list, float, float]:
     built = []
     results = run_pairs(pairs, config, devices=devices, on_built=built.append)
     return results, built, time.monotonic() - started, children_cpu_s() - cpu_before
-
-
-def seconds_after(start_wall: float, result, at_start: bool = False) -> float:
-    """When a result ended (or started) in seconds after `start_wall` (time.time())."""
-    from datetime import datetime
-
-    end = datetime.fromisoformat(result.time).timestamp()
-    return end - (result.wall_s or 0 if at_start else 0) - start_wall
 
 
 def main() -> int:
@@ -109,8 +106,8 @@ def main() -> int:
     evaluations = [r for r in cold if r.check is not None or r.status in ("runtime_error", "crashed", "timeout")]
     gpu_busy_s = sum(r.wall_s or 0 for r in evaluations) / len(devices)
     floor_s = max(build_cpu_s / cores, gpu_busy_s, 1e-9)
-    first_gpu_s = min((seconds_after(cold_start, r, at_start=True) for r in evaluations), default=0.0)
-    last_build_s = max((seconds_after(cold_start, r) for r in builds), default=0.0)
+    first_gpu_s = min((interval(r)[0] - cold_start for r in evaluations), default=0.0)
+    last_build_s = max((interval(r)[1] - cold_start for r in builds), default=0.0)
 
     warm, _, warm_wall, _ = run(pairs, replace(config), devices[:1])
     overheads = [(r.wall_s or 0) - timed_gpu_s(r) for r in warm if r.check is not None]

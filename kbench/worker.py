@@ -313,8 +313,8 @@ def _check_trials(reference_model, candidate_model, make_inputs, config, device,
             candidate_output = run_candidate()
         _guard(state, "calling ModelNew")
         _guard_output(state, candidate_output)
-        state.input_bytes = max(state.input_bytes, _output_bytes(inputs))
-        state.output_bytes = max(state.output_bytes, _output_bytes(reference_output))
+        state.input_bytes = max(state.input_bytes, _tensor_bytes(inputs))
+        state.output_bytes = max(state.output_bytes, _tensor_bytes(reference_output))
         if guards.inputs_mutated(inputs, candidate_inputs):
             state.flag(guards.MUTATED_INPUTS, "forward changed its input tensors in place")
         _raise_if_rejected(state)
@@ -537,8 +537,7 @@ def _call_on(timed: _TimedSide, inputs: list):
     _load_into(timed.buffers, inputs)
     if timed.settings:
         timed.settings()
-    output = _clone_output(timed.side.call())
-    return output
+    return _clone_output(timed.side.call())
 
 
 def _clone_output(output):
@@ -575,7 +574,7 @@ class _TimedOutputChecker:
         self.calls = 0
         # Unpredictable to the candidate: it cannot tell which calls are checked.
         self.random = random.Random(int.from_bytes(os.urandom(8), "little"))
-        sizes = [_output_bytes(output) for output in expected]
+        sizes = [_tensor_bytes(output) for output in expected]
         self.check_all = max(sizes, default=0) <= _CHECK_EVERY_CALL_BYTES
 
     def inspect(self, output) -> None:
@@ -591,8 +590,9 @@ class _TimedOutputChecker:
             raise Stop(Status.REJECTED, "; ".join(self.state.flag_messages))
 
 
-def _output_bytes(output) -> int:
-    values = output if isinstance(output, (tuple, list)) else [output]
+def _tensor_bytes(values) -> int:
+    """Bytes of the tensors in a tensor, tuple or list (an input set, an output)."""
+    values = values if isinstance(values, (tuple, list)) else [values]
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
