@@ -19,9 +19,11 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from kbench.config import RunConfig
+from kbench.forkserver import ForkedWorker, ForkServer, server_key
 from kbench.problem import describe_overrides
 from kbench.results import Result, Status, SweepResult
 from kbench.solution import Solution
@@ -138,11 +140,11 @@ def _lost_worker_result(base: Result, state: dict, returncode: int | None, confi
 _live_sessions: set[int] = set()
 _live_lock = threading.Lock()
 # Pre-started, warmed-up workers waiting for an evaluation (see worker.main), keyed by _spare_key. A
-# worker's warm-up (importing torch, creating a CUDA context) took ~4 s on the H200 host against 1-3 s
-# for a short evaluation: with four warming at once, back-to-back evaluations still find one ready.
-# Each warm-up takes a core for seconds, so small machines keep fewer.
-_spares: dict[tuple[str, str], list[subprocess.Popen]] = {}
-WAITING_WORKERS_PER_DEVICE = max(1, min(4, (os.cpu_count() or 1) // 4))
+# forked worker's warm-up (creating its CUDA context) takes under a second, so two per device keep
+# back-to-back evaluations supplied; each holds a CUDA context's memory on its GPU while it waits.
+_spares: dict[tuple[str, str], list[subprocess.Popen | ForkedWorker]] = {}
+WAITING_WORKERS_PER_DEVICE = 2
+_top_up_lock = threading.Lock()  # one top-up at a time, so two cannot both start the missing workers
 
 
 def _spare_key(device: str) -> tuple[str, str]:
@@ -164,26 +166,62 @@ _launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbench-launche
 
 
 def _start_worker(arguments: list[str], stdout, environment: dict) -> subprocess.Popen:
-    process = _launcher.submit(subprocess.Popen, [sys.executable, "-m", "kbench.worker", *arguments],
-                               stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.PIPE, env=environment,
-                               start_new_session=True).result()
+    process = _start_python("kbench.worker", arguments, stdout=stdout, env=environment)
     with _live_lock:
         _live_sessions.add(process.pid)
     return process
 
 
+def _start_python(module: str, arguments: list[str], stdout=subprocess.DEVNULL, env: dict | None = None,
+                  pass_fds: tuple = ()) -> subprocess.Popen:
+    """`python -m module arguments` in a session of its own, started from the launcher thread."""
+    return _launcher.submit(subprocess.Popen, [sys.executable, "-m", module, *arguments], stdout=stdout,
+                            stderr=subprocess.STDOUT, stdin=subprocess.PIPE, env=env, pass_fds=pass_fds,
+                            start_new_session=True).result()
+
+
+def _start_waiting_worker(device: str):
+    """A waiting worker for `device`: forked from the fork server where it can, else spawned."""
+    environment = _environment({})
+    process = _fork_waiting_worker(device, environment)
+    if process is None:
+        return _start_worker(["--wait", device], subprocess.DEVNULL, environment)
+    with _live_lock:
+        _live_sessions.add(process.pid)
+    return process
+
+
+# Fork servers by forkserver.server_key of the environments they serve (one, unless kbench's own changes).
+_fork_servers: dict[tuple, ForkServer] = {}
+_fork_lock = threading.Lock()
+
+
+def _fork_waiting_worker(device: str, environment: dict) -> ForkedWorker | None:
+    if not sys.platform.startswith("linux"):
+        return None  # fork after importing torch is only known safe on Linux
+    key = server_key(environment)
+    with _fork_lock:
+        server = _fork_servers.get(key)
+        if server is None or not server.alive:
+            if server is not None and not server.ever_forked:
+                return None  # it died before forking anything: it cannot work here, so spawn
+            server = _fork_servers[key] = ForkServer(partial(_start_python, "kbench.forkserver"), environment)
+    return server.fork_worker(device, environment)
+
+
 def prestart_waiting_workers(device: str) -> None:
     """Top up the waiting workers for `device` (e.g. while builds run)."""
     key = _spare_key(device)
-    with _live_lock:
-        waiting = [process for process in _spares.get(key, []) if process.poll() is None]
-        missing = WAITING_WORKERS_PER_DEVICE - len(waiting)
-    started = [_start_worker(["--wait", device], subprocess.DEVNULL, _environment({})) for _ in range(missing)]
-    with _live_lock:
-        _spares[key] = waiting + started
+    with _top_up_lock:
+        with _live_lock:
+            waiting = [process for process in _spares.get(key, []) if process.poll() is None]
+            missing = WAITING_WORKERS_PER_DEVICE - len(waiting)
+        started = [_start_waiting_worker(device) for _ in range(missing)]
+        with _live_lock:
+            _spares[key] = [process for process in _spares.get(key, []) if process.poll() is None] + started
 
 
-def _take_waiting_worker(device: str) -> subprocess.Popen:
+def _take_waiting_worker(device: str) -> subprocess.Popen | ForkedWorker:
     """The longest-waiting worker for `device` (started now if there is none); then top up the pool."""
     key = _spare_key(device)
     with _live_lock:
@@ -191,7 +229,7 @@ def _take_waiting_worker(device: str) -> subprocess.Popen:
         taken = waiting.pop(0) if waiting else None
         _spares[key] = waiting
     if taken is None:
-        taken = _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
+        taken = _start_waiting_worker(device)
     prestart_waiting_workers(device)
     return taken
 
@@ -237,7 +275,15 @@ def stop_waiting_workers() -> None:
             _live_sessions.discard(process.pid)
 
 
-atexit.register(stop_waiting_workers)
+def _stop_at_exit() -> None:
+    stop_waiting_workers()
+    with _fork_lock:
+        for server in _fork_servers.values():
+            server.stop()
+        _fork_servers.clear()
+
+
+atexit.register(_stop_at_exit)
 
 
 def kill_all_workers() -> None:

@@ -51,8 +51,8 @@ class LocalExecutor:
         return os.cpu_count() or 1
 
     def slots(self, devices: list[str]) -> list[str]:
-        for device in devices:
-            prestart_waiting_workers(device)  # they warm up while the builds run
+        for device in devices:  # they warm up while the builds run; the builds need not wait for them
+            threading.Thread(target=prestart_waiting_workers, args=(device,), daemon=True).start()
         return devices
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,

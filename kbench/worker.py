@@ -117,7 +117,8 @@ def main(argv: list[str]) -> int:
 
 def _die_with_parent() -> None:
     """Have Linux kill this worker when its parent dies (strictly: when the parent's thread that started it
-    ends; kbench starts every worker from one thread that lives as long as it does, runner._launcher).
+    ends; kbench starts every worker from one thread that lives as long as it does, runner._launcher, or
+    forks it from the one-threaded fork server, which dies with kbench in turn).
 
     A parent killed outright (a lost Ray worker, kill -9 of kbench) cannot kill its evaluation, and an
     orphan would run on (a hang: forever) beside the retried evaluation on the same GPU. The kernel's

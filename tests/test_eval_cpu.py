@@ -181,19 +181,24 @@ def test_waiting_workers_are_replaced_after_use_or_death_and_stopped(cpu_config)
     assert runner._spares == {} and all(p.poll() is not None for p in fresh)
 
 
-def test_waiting_workers_serve_only_the_gpus_visible_when_they_started(cpu_config, monkeypatch):
+def test_waiting_workers_serve_only_the_gpus_visible_when_they_started(cpu_config, monkeypatch, tmp_path):
     # A Ray worker runs each task under the CUDA_VISIBLE_DEVICES Ray chose for it; a waiting worker started
     # under another value would evaluate on another task's GPU.
     from kbench import runner
 
+    seen = tmp_path / "seen.txt"
+    solution = tmp_path / "records_visible_gpus.py"
+    solution.write_text((SOLUTIONS / "axpy/correct_plain.py").read_text().replace(
+        "        self.alpha = alpha",
+        "        self.alpha = alpha\n        import os\n"
+        f"        open({str(seen)!r}, 'a').write(os.environ.get('CUDA_VISIBLE_DEVICES', '') + ';')"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     runner.prestart_waiting_workers("cpu")
     for_gpu_1 = list(runner._spares[("cpu", "1")])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    assert evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
+    assert evaluate(AXPY, solution, cpu_config).status == Status.CORRECT
     assert runner._spares[("cpu", "1")] == for_gpu_1 and all(p.poll() is None for p in for_gpu_1)
-    for process in runner._spares[("cpu", "0")]:
-        assert b"CUDA_VISIBLE_DEVICES=0\0" in Path(f"/proc/{process.pid}/environ").read_bytes()
+    assert set(filter(None, seen.read_text().split(";"))) == {"0"}
     runner.stop_waiting_workers()
 
 

@@ -1,0 +1,217 @@
+"""Start waiting workers by forking a process that has already imported torch and kbench.
+
+A spawned worker spends about 8 s of CPU importing torch and priming the dispatcher before it can
+evaluate (H200 host), against 1-5 s of work in most evaluations. During a sweep that CPU is taken from
+the builds, at a higher priority, and with many GPUs the warm-ups alone would need many cores. The fork
+server pays it once per kbench process (per environment). Each worker it forks is still a new process, in
+a session of its own, that has run no candidate code and creates its own CUDA context; it then does
+exactly what a spawned waiting worker does (worker.main).
+
+Fork safety: the server never initialises CUDA (a forked child could not use it) and never runs a
+parallel CPU op (the child would not have the server's OpenMP threads, and would hang in its first
+parallel op). It has one thread.
+
+Protocol, over a SOCK_SEQPACKET socket pair: kbench sends the device and environment (JSON) with two file
+descriptors (the worker's stdin and stdout), the server answers "forked PID"; when a worker exits the server reaps it and
+sends "exit PID CODE" (CODE as subprocess reports it: negative for a signal).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import traceback
+from typing import Callable
+
+# Seconds a request waits for its worker: the server's own start (importing torch) comes first.
+START_TIMEOUT_S = 300
+MAX_REQUEST_BYTES = 1 << 20  # a device and an environment
+
+
+def server_key(environment: dict) -> tuple:
+    """Environments one server can fork workers for: equal in what Python reads at start and the loader
+    reads when torch loads. A worker applies the rest of its environment itself, before it starts CUDA or
+    builds anything (CUDA_VISIBLE_DEVICES, MAX_JOBS, ...); only a variable torch reads when it is
+    imported keeps the value it had when the server started."""
+    return tuple(sorted((name, value) for name, value in environment.items()
+                        if name.startswith(("PYTHON", "LD_")) or name == "PATH"))
+
+
+class ForkServer:
+    """kbench's end: starts the server, asks it for workers, learns how they exit."""
+
+    def __init__(self, start: Callable[..., subprocess.Popen], environment: dict):
+        """`start(arguments, pass_fds=..., env=...)` starts `python -m kbench.forkserver ARGUMENTS`."""
+        self.socket, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.process = start([str(server_end.fileno())], pass_fds=(server_end.fileno(),), env=environment)
+        finally:
+            server_end.close()
+        self.changed = threading.Condition()
+        self.forked: list[int] = []
+        self.exit_codes: dict[int, int] = {}
+        self.alive = True
+        self.ever_forked = False
+        self.request_lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True, name="kbench-forkserver").start()
+
+    def fork_worker(self, device: str, environment: dict) -> ForkedWorker | None:
+        """A new waiting worker for `device` with `environment`, or None when the server cannot fork one."""
+        request = json.dumps({"device": device, "environment": environment}).encode()
+        stdin_read, stdin_write = os.pipe()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with self.request_lock:
+            try:
+                socket.send_fds(self.socket, [request], [stdin_read, devnull])
+            except OSError:
+                pid = None
+            else:
+                with self.changed:
+                    self.changed.wait_for(lambda: self.forked or not self.alive, timeout=START_TIMEOUT_S)
+                    pid = self.forked.pop(0) if self.forked else None
+            finally:
+                os.close(stdin_read)
+                os.close(devnull)
+        if pid is None:
+            os.close(stdin_write)
+            return None
+        self.ever_forked = True
+        return ForkedWorker(self, pid, os.fdopen(stdin_write, "wb"))
+
+    def stop(self) -> None:
+        self.socket.close()  # the server exits at end of file; its workers die with it
+        self.process.kill()
+        self.process.wait()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                message = self.socket.recv(256).decode()
+            except OSError:
+                message = ""
+            if not message:
+                break
+            kind, pid, *code = message.split()
+            with self.changed:
+                if kind == "forked":
+                    self.forked.append(int(pid))
+                elif kind == "exit":
+                    self.exit_codes[int(pid)] = int(code[0])
+                self.changed.notify_all()
+        with self.changed:
+            self.alive = False
+            self.changed.notify_all()
+
+
+class ForkedWorker:
+    """A forked worker, with the part of subprocess.Popen's interface the runner uses."""
+
+    def __init__(self, server: ForkServer, pid: int, stdin):
+        self.server = server
+        self.pid = pid
+        self.stdin = stdin
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        with self.server.changed:
+            self._update()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        with self.server.changed:
+            if not self.server.changed.wait_for(self._update, timeout=timeout):
+                raise subprocess.TimeoutExpired(f"forked worker {self.pid}", timeout)
+        return self.returncode
+
+    def _update(self) -> bool:
+        """True once the worker's exit is known (call holding server.changed)."""
+        if self.returncode is None:
+            if self.pid in self.server.exit_codes:
+                self.returncode = self.server.exit_codes.pop(self.pid)
+            elif not self.server.alive:
+                # Its server is gone, and a worker dies with its server (worker._die_with_parent).
+                self.returncode = -signal.SIGKILL
+        return self.returncode is not None
+
+
+# --- the server --------------------------------------------------------------------------------
+
+def serve(connection: socket.socket) -> None:
+    from kbench import guards, worker
+
+    worker._die_with_parent()
+    guards.prime_dispatch()  # imports what a worker's first dispatch mode would, before any fork
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a child's exit wakes the select below
+    while True:
+        readable, _, _ = select.select([connection, wake_read], [], [])
+        if wake_read in readable:
+            os.read(wake_read, 4096)
+        if connection in readable:
+            message, fds, _, _ = socket.recv_fds(connection, MAX_REQUEST_BYTES, 2)
+            if not message:
+                return  # kbench closed its end
+            pid = os.fork()
+            if pid == 0:
+                _run_worker(json.loads(message), fds, closing=(connection.fileno(), wake_read, wake_write))
+            for fd in fds:
+                os.close(fd)
+            connection.send(f"forked {pid}".encode())
+        _reap(connection)
+
+
+def _reap(connection: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        connection.send(f"exit {pid} {os.waitstatus_to_exitcode(status)}".encode())
+
+
+def _run_worker(request: dict, fds: list[int], closing: tuple[int, ...]) -> None:
+    """In the forked child: become a waiting worker as if spawned with `--wait DEVICE` in the request's
+    environment; never returns."""
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in closing:
+            os.close(fd)
+        os.setsid()  # the runner kills a worker's whole session
+        stdin, stdout = fds
+        os.dup2(stdin, 0)
+        os.dup2(stdout, 1)
+        os.dup2(stdout, 2)
+        os.close(stdin)
+        os.close(stdout)
+        os.environ.clear()
+        os.environ.update(request["environment"])
+        os.environ["KBENCH_PARENT_PID"] = str(os.getppid())  # it dies with the server, as the server with kbench
+        from kbench import worker
+
+        device = request["device"]
+        sys.argv = [worker.__file__, "--wait", device]
+        code = worker.main(["--wait", device])
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    serve(socket.socket(fileno=int(sys.argv[1])))

@@ -1,0 +1,75 @@
+"""Waiting workers forked from a server that imported torch: they judge as spawned ones do."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from dataclasses import replace
+
+import pytest
+
+from kbench import runner
+from kbench.forkserver import ForkedWorker
+from kbench.results import Status
+from kbench.runner import evaluate
+
+from conftest import PROBLEMS, SOLUTIONS
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
+
+MATMUL_PROBLEM = """import torch
+class Model(torch.nn.Module):
+    def forward(self, a, b):
+        return a @ b
+def get_inputs():
+    return [torch.rand(1024, 1024), torch.rand(1024, 1024)]
+def get_init_inputs():
+    return []
+"""
+MATMUL_SOLUTION = """import torch
+class ModelNew(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.mm(a, b)
+"""
+
+
+def test_forked_workers_run_parallel_cpu_ops(cpu_config, tmp_path):
+    # A parallel op in a forked child hangs if the server ran one before forking (the child lacks its
+    # OpenMP threads): the server must stay free of them, and this evaluation would time out.
+    import torch
+
+    assert torch.get_num_threads() > 1 or pytest.skip("one CPU thread: no parallel op to run")
+    problem, solution = tmp_path / "matmul.py", tmp_path / "matmul_new.py"
+    problem.write_text(MATMUL_PROBLEM)
+    solution.write_text(MATMUL_SOLUTION)
+    result = evaluate(problem, solution, replace(cpu_config, timeout_s=60))
+    assert result.status == Status.CORRECT, result.message
+    assert all(isinstance(process, ForkedWorker) for process in runner._spares[runner._spare_key("cpu")])
+
+
+def test_a_killed_fork_server_costs_no_verdict(cpu_config):
+    assert evaluate(PROBLEMS / "axpy.py", SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
+    waiting = list(runner._spares[runner._spare_key("cpu")])
+    servers = list(runner._fork_servers.values())
+    for server in servers:
+        server.process.send_signal(signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    # Its waiting workers die with it, and kbench learns that they did.
+    while any(process.poll() is None for process in waiting) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(process.poll() is not None for process in waiting)
+    result = evaluate(PROBLEMS / "axpy.py", SOLUTIONS / "axpy/correct_plain.py", cpu_config)
+    assert result.status == Status.CORRECT, result.message
+    assert all(server.alive for server in runner._fork_servers.values())
+    assert not set(runner._fork_servers.values()) & set(servers)
+
+
+def test_a_forked_worker_reports_its_exit_code_and_signal(cpu_config):
+    assert evaluate(PROBLEMS / "axpy.py", SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
+    first, second = runner._spares[runner._spare_key("cpu")][:2]
+    first.stdin.close()  # no job comes: the worker exits normally
+    assert first.wait(timeout=30) == 0
+    runner.kill_session(second.pid)
+    assert second.wait(timeout=30) == -signal.SIGKILL
+    runner.stop_waiting_workers()
