@@ -18,7 +18,7 @@ from pathlib import Path
 from kbench.config import RunConfig
 from kbench.results import Result, Status
 from kbench.runner import evaluate, file_hash, stamped
-from kbench.scheduler import Pair
+from kbench.scheduler import BUILD_NICE, Pair
 from kbench.worker import one_line
 
 INSTALL_HINT = 'kbench sweep --executor ray needs Ray: pip install "kbench[ray]"'
@@ -79,12 +79,13 @@ class RayExecutor:
         return [devices[0]] * max(1, count)
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
-              build_nice: int = 0) -> Result:
-        # A task cannot reserve more CPUs than one node has.
+              rank: int = 0) -> Result:
+        # A task cannot reserve more CPUs than one node has. Tasks reserve their CPUs, so compilers do
+        # not oversubscribe a node and are not ordered across builds (rank is unused).
         threads = max(1, min(build_threads, self._largest_node_cpus()))
         task = self._build_task.options(num_cpus=threads, name=f"kbench build {pair[1].name}")
         return self._run(task, pair, config, device, run_id, build_only=True, build_threads=threads,
-                         build_nice=build_nice)
+                         build_nice=BUILD_NICE)
 
     def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
         # A GPU evaluation reserves no CPU, as locally: builds filling the CPUs must not leave GPUs idle.

@@ -35,10 +35,11 @@ class Executor(Protocol):
         """
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
-              build_nice: int = 0) -> Result:
+              rank: int = 0) -> Result:
         """Import the solution so its extensions build into the cache: status `built` or its failure.
 
-        build_threads caps its compiler processes; build_nice lowers their CPU priority."""
+        build_threads caps its compiler processes; rank is its place in the run's build order (0 first),
+        for executors that order compilers across builds (LocalExecutor: slots.py)."""
 
     def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
         """Judge the solution on `device`."""
@@ -56,9 +57,9 @@ class LocalExecutor:
         return devices
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
-              build_nice: int = 0) -> Result:
+              rank: int = 0) -> Result:
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
-                        build_threads=build_threads, build_nice=build_nice)
+                        build_threads=build_threads, build_nice=BUILD_NICE, compile_rank=rank)
 
     def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id)
@@ -66,36 +67,9 @@ class LocalExecutor:
 
 # A CUDA extension compiles its host and device sources as two compiler processes.
 CUDA_BUILD_THREADS = 2
-# CPU priority of builds, as niceness (Linux: 0 default, 19 lowest). Every build yields to evaluations,
-# which time CPU-side launch work and must not wait behind compilers; the first builds of a run get the
-# cores before the rest (CompilerBudget).
+# CPU priority of builds (and their compilers), as niceness (Linux: 0 default, 19 lowest): evaluations
+# time CPU-side launch work and must not wait behind compilers.
 BUILD_NICE = 10
-LATER_BUILD_NICE = 19
-
-
-class CompilerBudget:
-    """Gives the cores to the first builds of a run, so the GPUs can start early.
-
-    Builds run `jobs` at a time, and with two compilers each they can ask for more cores than the
-    machine has. Shared equally, the first builds would finish late together and the GPUs would wait
-    for them. So the first builds whose compilers fit in the cores run at BUILD_NICE, and every build
-    after them at LATER_BUILD_NICE: until the first builds end, the later ones take little more than
-    what those leave idle (a CUDA build's host file compiles long before its device file); after that
-    they share the cores equally, the ones started earlier finishing first. (Niceness cannot be lowered
-    again without privileges, so a later build is never raised above one that has been waiting.)
-    """
-
-    def __init__(self, cores: int):
-        self.cores = cores
-        self.claimed = 0  # compilers of every build started so far
-        self.lock = threading.Lock()
-
-    def claim(self, threads: int) -> int:
-        """The niceness for a build of `threads` compilers starting now."""
-        with self.lock:
-            first = self.claimed == 0 or self.claimed + threads <= self.cores
-            self.claimed += threads
-        return BUILD_NICE if first else LATER_BUILD_NICE
 
 
 def build_order(pairs: list[Pair]) -> list[int]:
@@ -143,7 +117,8 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
     Builds run `jobs` at a time (default one per core), CUDA builds first, each with its share of the
     cores but at least CUDA_BUILD_THREADS compilers for a CUDA build (its host and device sources
     compile at once: a build's wall time is what delays its evaluation), at a lower CPU priority than
-    evaluations and with the cores going to the first builds (CompilerBudget). As soon as a build succeeds
+    evaluations; the executor may order compilers across builds by each build's rank in that order
+    (LocalExecutor: one compile slot per core, slots.py). As soon as a build succeeds
     its evaluation is queued for the next free slot (see Executor.slots: one evaluation per device at
     a time), so GPUs start while later candidates still compile. A failed build is the candidate's
     verdict. `on_result` sees each result once, under a lock, as it exists.
@@ -157,7 +132,6 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
         share = max(1, cores // jobs)
         return max(share, CUDA_BUILD_THREADS) if needs_cuda[index] else share
 
-    budget = CompilerBudget(cores)
     results: list[Result | None] = [None] * len(pairs)
     lock = threading.Lock()
     ready: queue.Queue = queue.Queue()
@@ -176,9 +150,8 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
                 result = replace(result, build_s=built.build_s, build_reused=built.build_reused)
             record(index, result)
 
-    def build(index: int) -> None:
-        threads = threads_for(index)
-        built = executor.build(pairs[index], config, devices[0], run_id, threads, budget.claim(threads))
+    def build(index: int, rank: int) -> None:
+        built = executor.build(pairs[index], config, devices[0], run_id, threads_for(index), rank)
         with lock:
             on_built(built)
         if built.status == Status.BUILT:
@@ -205,7 +178,7 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
                                         status=Status.BUILT))
                     ready.put((index, None))
             with ThreadPoolExecutor(max_workers=jobs) as pool:
-                for future in [pool.submit(build, index) for index in to_build]:
+                for future in [pool.submit(build, index, rank) for rank, index in enumerate(to_build)]:
                     future.result()
         for _ in workers:
             ready.put(None)

@@ -30,7 +30,7 @@ import torch
 
 # Everything the worker checks and times with is imported before any candidate, so the harness
 # snapshot (guards.HarnessSnapshot) holds the real functions.
-from kbench import check, guards, params, stats, timing
+from kbench import check, guards, params, slots, stats, timing
 from kbench.build import BuildError, BuildRecord, install_build_hooks, versions_tag
 from kbench.config import PYTORCH_DEFAULT, RunConfig
 from kbench.problem import describe_overrides, load_module, overridden
@@ -166,6 +166,7 @@ def run(job: Job):
     build.on_change = lambda: state.write(state.phase)
     os.environ.setdefault("TRITON_CACHE_DIR", str(config.cache_dir / "triton" / versions_tag()))
     install_build_hooks(config.cache_dir / "extensions" / versions_tag(), build)
+    slots.use_compile_slots()
     guards.apply_policy(config.policy)
     try:
         return _evaluate(job, config, device, state)

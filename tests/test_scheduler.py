@@ -1,4 +1,4 @@
-"""The order the scheduler starts builds in (no child processes: pure bookkeeping)."""
+"""The order the scheduler starts builds in, compile slots, build priority."""
 
 from __future__ import annotations
 
@@ -34,30 +34,69 @@ def test_a_solution_built_once_skips_the_build_phase_next_time(cpu_config, tmp_p
     assert all(result.build_s is None for result in built)  # no build ran: nothing was timed
 
 
-def test_the_first_builds_that_fill_the_cores_come_first_and_the_rest_fill_in():
-    from kbench.scheduler import BUILD_NICE, LATER_BUILD_NICE, CompilerBudget
+def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
+    # Real wrappers and real processes: `sh -c` stands in for the compilers (it has the `-c` of a compile).
+    import os
+    import socket
+    import subprocess
+    import time
 
-    budget = CompilerBudget(cores=4)
-    assert [budget.claim(2) for _ in range(3)] == [BUILD_NICE, BUILD_NICE, LATER_BUILD_NICE]
-    # Later builds never outrank those already waiting at the lower priority, even when they would fit.
-    assert budget.claim(1) == LATER_BUILD_NICE
-    assert CompilerBudget(cores=1).claim(2) == BUILD_NICE  # a lone build never yields to nothing
+    from kbench.slots import SlotServer
+
+    server = SlotServer(slots=1, lookahead=4)
+    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a compile holding the only slot
+    holder.connect(server.address)
+    holder.sendall(b"0 c++\n")
+    assert holder.recv(1) == b"1"
+    log = tmp_path / "order.txt"
+    compilers = []
+    for rank, name in [(5, "c++"), (3, "c++"), (6, "nvcc")]:
+        environment = dict(os.environ, **server.environment(rank), KBENCH_REAL_CXX="sh", KBENCH_REAL_NVCC="sh",
+                           PYTHONPATH=str(REPO))
+        compilers.append(subprocess.Popen([str(server.folder / "bin" / name), "-c", f"echo {name}{rank} >> {log}"],
+                                          env=environment))
+        deadline = time.monotonic() + 30
+        while server.waiting() < len(compilers) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert server.waiting() == 3
+    holder.close()  # its compiler ended: the slot goes to the queue, one compiler at a time
+    assert [compiler.wait(timeout=60) for compiler in compilers] == [0, 0, 0]
+    # The device compile of build 6 is served as if it were build 2, ahead of the host compiles of 3 and 5.
+    assert log.read_text().split() == ["nvcc6", "c++3", "c++5"]
+    server.close()
 
 
-def test_a_build_runs_at_the_niceness_it_was_given_and_an_evaluation_at_kbenchs(cpu_config):
+def test_a_sweep_build_compiles_in_a_slot_through_the_wrapper(cpu_config, tmp_path):
+    from dataclasses import replace
+    from pathlib import Path
+
+    from kbench import slots
+    from kbench.results import Status
+    from kbench.scheduler import LocalExecutor
+
+    server = slots.server()
+    before = server.granted
+    config = replace(cpu_config, cache_dir=tmp_path, time=False, sweep=0)  # an empty cache: it compiles
+    built = LocalExecutor().build((PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "correct.py"), config, "cpu", "", 1)
+    assert built.status == Status.BUILT, built.message
+    assert server.granted == before + 1  # its one compile (linking takes no slot)
+    assert str(server.folder / "bin" / "c++") in Path(built.log_path).read_text()
+
+
+def test_a_build_runs_at_build_niceness_and_an_evaluation_at_kbenchs(cpu_config):
     import os
     from dataclasses import replace
 
     from kbench.results import Status
     from kbench.runner import evaluate
-    from kbench.scheduler import LocalExecutor
+    from kbench.scheduler import BUILD_NICE, LocalExecutor
 
     config = replace(cpu_config, time=False, sweep=0)
     pair = (PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "reports_priority.py")
     own = os.nice(0)
-    built = LocalExecutor().build(pair, config, "cpu", "", 1, build_nice=7)
+    built = LocalExecutor().build(pair, config, "cpu", "", 1)
     assert built.status == Status.LOAD_ERROR
-    assert f"imported at niceness {min(19, own + 7)}" in built.message
+    assert f"imported at niceness {min(19, own + BUILD_NICE)}" in built.message
     judged = evaluate(*pair, config)
     assert f"imported at niceness {own}" in judged.message
     assert built.cpu_s > 0 and judged.cpu_s > 0  # each worker's CPU time (its children's too) is recorded
