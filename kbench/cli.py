@@ -118,8 +118,8 @@ def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budg
 @click.option("--problems", "problems_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Folder to pair solutions in [default: problems/ beside solutions/, then ./problems].")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
-              help="Parallel builds when judging several solutions, each with an equal share of the cores "
-                   "[default: number of cores; a CUDA build runs 2 compilers at least].")
+              help="Compilers at once when judging several solutions; builds queue their compilers for them "
+                   "[default: number of cores].")
 @run_options
 def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **options) -> None:
     """Judge SOLUTIONS (files defining ModelNew), each against its problem.
@@ -152,8 +152,8 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
 @click.option("--resume", is_flag=True,
               help="Skip pairs already in --out with the same solution, problem and settings.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
-              help="Parallel builds, each with an equal share of the cores "
-                   "[default: number of cores; a CUDA build runs 2 compilers at least].")
+              help="Compilers at once; builds queue their compilers for them (with --executor ray: builds "
+                   "at once, each reserving its share of the cluster's CPUs) [default: number of cores].")
 @click.option("--gpus", default=None, metavar="N|I,J",
               help="GPUs to evaluate on, one worker each: a count (2) or indices (0,1; a single index as 3,) "
                    "[default: all visible]. Local executor only.")

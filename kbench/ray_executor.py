@@ -78,10 +78,16 @@ class RayExecutor:
         count = self._gpus() if devices[0].startswith("cuda") else self.cores()
         return [devices[0]] * max(1, count)
 
+    def start_builds(self, jobs: int) -> int:
+        return jobs  # each build task reserves its CPUs: Ray itself keeps the nodes from oversubscribing
+
+    def end_builds(self) -> None:
+        pass
+
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
               rank: int = 0) -> Result:
-        # A task cannot reserve more CPUs than one node has. Tasks reserve their CPUs, so compilers do
-        # not oversubscribe a node and are not ordered across builds (rank is unused).
+        # A task cannot reserve more CPUs than one node has. Compilers are not ordered across builds
+        # (rank is unused).
         threads = max(1, min(build_threads, self._largest_node_cpus()))
         task = self._build_task.options(num_cpus=threads, name=f"kbench build {pair[1].name}")
         return self._run(task, pair, config, device, run_id, build_only=True, build_threads=threads,

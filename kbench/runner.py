@@ -22,7 +22,6 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from kbench import slots
 from kbench.config import RunConfig
 from kbench.forkserver import ForkedWorker, ForkServer, server_key
 from kbench.problem import describe_overrides
@@ -58,14 +57,14 @@ def new_run_id() -> str:
 
 def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
              overrides: dict | None = None, run_id: str = "", build_only: bool = False,
-             build_threads: int | None = None, build_nice: int = 0, compile_rank: int | None = None) -> Result:
+             build_threads: int | None = None, build_nice: int = 0, slot_environment: dict | None = None) -> Result:
     """Judge one solution against one problem in a fresh child process.
 
     With build_only, the child only imports the solution (building its extensions into the cache)
     and returns status `built`, or the load/compile failure; a later evaluation then starts warm.
     build_threads caps the compiler jobs one build may run (ninja's MAX_JOBS); build_nice lowers the
-    build's CPU priority (and its compilers') by that much; with compile_rank, its compilers wait for
-    this process's compile slots, served in rank order (slots.py).
+    build's CPU priority (and its compilers') by that much; slot_environment tells its compilers where
+    to wait for a compile slot (slots.SlotServer.environment).
     """
     device = device or resolve_device(config.device)
     overrides = overrides or {}
@@ -85,8 +84,7 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     extra_environment = {"MAX_JOBS": str(build_threads)} if build_threads else {}
     if build_nice:
         extra_environment["KBENCH_NICE"] = str(build_nice)
-    if compile_rank is not None:
-        extra_environment.update(slots.server().environment(compile_rank))
+    extra_environment.update(slot_environment or {})
     child_result = _run_child(problem_path, solution_path, solution, config, device, overrides, run_id, base,
                               build_only, extra_environment)
     return stamped(child_result, started)

@@ -19,6 +19,7 @@ from kbench.build import versions_tag
 from kbench.config import RunConfig
 from kbench.results import Result, Status
 from kbench.runner import evaluate, kill_all_workers, prestart_waiting_workers
+from kbench.slots import SlotServer
 from kbench.solution import Solution
 
 Pair = tuple[Path, Path]  # (problem file, solution file)
@@ -34,6 +35,12 @@ class Executor(Protocol):
         Each slot runs one evaluation at a time: one per GPU here, one per GPU of the cluster on Ray.
         """
 
+    def start_builds(self, jobs: int) -> int:
+        """Get ready for a run's builds with `jobs` compilers at once; returns how many builds to run at once."""
+
+    def end_builds(self) -> None:
+        """The run's builds are over."""
+
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
               rank: int = 0) -> Result:
         """Import the solution so its extensions build into the cache: status `built` or its failure.
@@ -46,7 +53,22 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Every build and evaluation in a fresh child process on this machine."""
+    """Every build and evaluation in a fresh child process on this machine; builds' compilers share one
+    compile slot per job (slots.py), and more builds than slots run at once so that waiting compilers
+    are ready when a slot frees."""
+
+    def __init__(self):
+        self._slots: SlotServer | None = None
+
+    def start_builds(self, jobs: int) -> int:
+        self.end_builds()
+        self._slots = SlotServer(slots=jobs, lookahead=max(1, jobs // CUDA_BUILD_THREADS))
+        return BUILDS_PER_SLOT * jobs
+
+    def end_builds(self) -> None:
+        if self._slots is not None:
+            self._slots.close()
+            self._slots = None
 
     def cores(self) -> int:
         return os.cpu_count() or 1
@@ -58,8 +80,9 @@ class LocalExecutor:
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
               rank: int = 0) -> Result:
+        slot_environment = self._slots.environment(rank) if self._slots else {}
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
-                        build_threads=build_threads, build_nice=BUILD_NICE, compile_rank=rank)
+                        build_threads=build_threads, build_nice=BUILD_NICE, slot_environment=slot_environment)
 
     def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id)
@@ -70,6 +93,9 @@ CUDA_BUILD_THREADS = 2
 # CPU priority of builds (and their compilers), as niceness (Linux: 0 default, 19 lowest): evaluations
 # time CPU-side launch work and must not wait behind compilers.
 BUILD_NICE = 10
+# Builds in flight per compile slot: a build spends seconds importing torch before its compilers ask for
+# slots, and the slots' order can only favour compilers that are already waiting.
+BUILDS_PER_SLOT = 2
 
 
 def build_order(pairs: list[Pair]) -> list[int]:
@@ -114,18 +140,18 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
               on_built: Callable[[Result], None] = lambda result: None) -> list[Result]:
     """Judge every pair; returns results in the order of `pairs`.
 
-    Builds run `jobs` at a time (default one per core), CUDA builds first, each with its share of the
-    cores but at least CUDA_BUILD_THREADS compilers for a CUDA build (its host and device sources
-    compile at once: a build's wall time is what delays its evaluation), at a lower CPU priority than
-    evaluations; the executor may order compilers across builds by each build's rank in that order
-    (LocalExecutor: one compile slot per core, slots.py). As soon as a build succeeds
+    Builds run with `jobs` compilers at once (default one per core; the executor decides how many builds
+    that is: LocalExecutor queues every compiler for one of `jobs` slots, slots.py), CUDA builds first,
+    each with its share of the cores but at least CUDA_BUILD_THREADS compilers for a CUDA build (its host
+    and device sources compile at once: a build's wall time is what delays its evaluation), at a lower
+    CPU priority than evaluations. As soon as a build succeeds
     its evaluation is queued for the next free slot (see Executor.slots: one evaluation per device at
     a time), so GPUs start while later candidates still compile. A failed build is the candidate's
     verdict. `on_result` sees each result once, under a lock, as it exists.
     """
     executor = executor or LocalExecutor()
     cores = executor.cores()
-    jobs = max(1, min(jobs or cores, len(pairs) or 1))
+    jobs = max(1, jobs or cores)
     needs_cuda = [_needs_cuda(solution) for _, solution in pairs]
 
     def threads_for(index: int) -> int:
@@ -177,9 +203,13 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
                         on_built(Result(problem=pairs[index][0].stem, solution=str(pairs[index][1]),
                                         status=Status.BUILT))
                     ready.put((index, None))
-            with ThreadPoolExecutor(max_workers=jobs) as pool:
-                for future in [pool.submit(build, index, rank) for rank, index in enumerate(to_build)]:
-                    future.result()
+            in_flight = executor.start_builds(jobs)
+            try:
+                with ThreadPoolExecutor(max_workers=in_flight) as pool:
+                    for future in [pool.submit(build, index, rank) for rank, index in enumerate(to_build)]:
+                        future.result()
+            finally:
+                executor.end_builds()
         for _ in workers:
             ready.put(None)
         for worker in workers:

@@ -9,23 +9,25 @@ sweep's builds queue every compiler for a slot, and a device compile is served a
 first builds still end first and give the GPUs work early. (A simulation of 23-400 builds on 16
 cores put this order's wall time 5-10% above the CPU floor where plain build order is 6-29% above.)
 
-How: in a build worker, `use_compile_slots()` points torch at wrapper scripts for the host compiler
-(CXX) and nvcc (PYTORCH_NVCC), torch's own hooks for compiler wrappers such as ccache. A wrapper asked to
-compile (`-c`) connects to kbench's slot server, waits for its turn, and then execs the real compiler
-with the same arguments, keeping the connection open: the slot is freed when the compiler and
-everything it started have exited, however they end. Anything else (linking, version queries) runs at
-once. The compiled code is what torch alone would build; only when is decided here.
+How: every worker points torch at wrapper scripts for the host compiler (CXX) and nvcc (PYTORCH_NVCC),
+torch's own hooks for compiler wrappers such as ccache (install_compiler_wrappers). In a sweep's build
+worker, a wrapper asked to compile (`-c`) connects to the run's slot server, waits for its turn, and
+then execs the real compiler with the same arguments, keeping the connection open: the slot is freed
+when the compiler and everything it started have exited, however they end. Anything else (linking,
+version queries), and any compile outside a build phase, runs at once. The compiled code is what torch
+alone would build; only when is decided here.
 
 This module imports no torch: every compiler start runs it.
 """
 
 from __future__ import annotations
 
-import atexit
+import hashlib
 import heapq
 import itertools
 import os
 import select
+import shlex
 import shutil
 import socket
 import sys
@@ -35,7 +37,6 @@ from pathlib import Path
 
 SLOTS_VARIABLE = "KBENCH_COMPILE_SLOTS"  # the slot server's socket, in a build worker's environment
 RANK_VARIABLE = "KBENCH_BUILD_RANK"      # the build's place in the sweep's build order (0 first)
-REAL_COMPILERS = {"c++": "KBENCH_REAL_CXX", "nvcc": "KBENCH_REAL_NVCC"}  # wrapper name -> variable
 
 
 class SlotServer:
@@ -51,12 +52,13 @@ class SlotServer:
         self.listener.bind(self.address)
         self.listener.listen(1024)
         self.granted = 0  # slots handed out so far
-        self._write_wrappers()
         self._arrivals = itertools.count()
         self._new: set[socket.socket] = set()          # connected, request not read yet
         self._queue: list[tuple] = []                  # heap of (key, device last, arrival, connection)
         self._holding: set[socket.socket] = set()      # granted, compiler running
         self.lock = threading.Lock()
+        self._wake_read, self._wake_write = os.pipe()  # close() wakes the server thread through it
+        self._closed = False
         threading.Thread(target=self._serve, daemon=True, name="kbench-compile-slots").start()
 
     def waiting(self) -> int:
@@ -66,20 +68,20 @@ class SlotServer:
     def environment(self, rank: int) -> dict:
         return {SLOTS_VARIABLE: self.address, RANK_VARIABLE: str(rank)}
 
-    def _write_wrappers(self) -> None:
-        folder = self.folder / "bin"
-        folder.mkdir()
-        for name in REAL_COMPILERS:
-            wrapper = folder / name  # named like the compiler: torch checks the host compiler's name
-            wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kbench.slots "$0" "$@"\n')
-            wrapper.chmod(0o755)
-
     def _serve(self) -> None:
         while True:
             with self.lock:
-                watched = [self.listener, *self._new, *(entry[3] for entry in self._queue), *self._holding]
+                watched = [self._wake_read, self.listener, *self._new, *(entry[3] for entry in self._queue),
+                           *self._holding]
             readable, _, _ = select.select(watched, [], [])
             with self.lock:
+                if self._closed:
+                    # Waiting wrappers see end of file and compile at once; running compilers keep going.
+                    for connection in [*self._new, *(entry[3] for entry in self._queue), *self._holding]:
+                        connection.close()
+                    self.listener.close()
+                    os.close(self._wake_read)
+                    return
                 for connection in readable:
                     if connection is self.listener:
                         self._new.add(self.listener.accept()[0])
@@ -118,64 +120,74 @@ class SlotServer:
             self.granted += 1
 
     def close(self) -> None:
-        self.listener.close()
+        with self.lock:
+            self._closed = True
+        os.write(self._wake_write, b"x")
+        os.close(self._wake_write)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-_server: SlotServer | None = None
-_server_lock = threading.Lock()
+def install_compiler_wrappers(folder: Path) -> None:
+    """In every worker: have torch start its compilers through wrappers in `folder` (the build cache).
 
+    Every worker does, builds and evaluations alike, with the same wrapper paths, so that an extension
+    built in a sweep's build phase is up to date for the evaluation that loads it (ninja rebuilds when a
+    command line changes). The wrapper folder is named by what the wrappers run (this Python, kbench, the
+    real compilers), so changing a real compiler still rebuilds. Outside a sweep's build phase there is
+    no slot server and a wrapper runs its compiler at once.
+    """
+    from torch.utils.cpp_extension import CUDA_HOME  # only here: the wrappers themselves must not load torch
 
-def server() -> SlotServer:
-    """This process's slot server (started on first use): one slot per core."""
-    global _server
-    with _server_lock:
-        if _server is None:
-            cores = os.cpu_count() or 1
-            _server = SlotServer(slots=cores, lookahead=max(1, cores // 2))
-            atexit.register(_server.close)
-        return _server
-
-
-def use_compile_slots() -> None:
-    """In a build worker whose environment names a slot server: have torch start its compilers through the
-    wrappers. The real compilers are what torch would have used."""
-    if SLOTS_VARIABLE not in os.environ:
-        return
-    from torch.utils.cpp_extension import CUDA_HOME as cuda_home  # only here: wrappers must not load torch
-
-    wrappers = Path(os.environ[SLOTS_VARIABLE]).parent / "bin"
-    os.environ[REAL_COMPILERS["c++"]] = os.environ.get("CXX", "c++")
+    real = {"c++": os.environ.get("CXX", "c++")}
+    nvcc = os.environ.get("PYTORCH_NVCC") or (os.path.join(CUDA_HOME, "bin", "nvcc") if CUDA_HOME else "")
+    if nvcc:
+        real["nvcc"] = nvcc
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    digest = hashlib.sha256(repr((sys.executable, package_parent, sorted(real.items()))).encode()).hexdigest()[:12]
+    wrappers = folder / f"compilers-{digest}"
+    for kind, compiler in real.items():
+        write_wrapper(wrappers / kind, kind, compiler, package_parent)
     os.environ["CXX"] = str(wrappers / "c++")
-    real_nvcc = os.environ.get("PYTORCH_NVCC") or (os.path.join(cuda_home, "bin", "nvcc") if cuda_home else "")
-    if real_nvcc:
-        os.environ[REAL_COMPILERS["nvcc"]] = real_nvcc
+    if "nvcc" in real:
         os.environ["PYTORCH_NVCC"] = str(wrappers / "nvcc")
 
 
-def run_compiler(wrapper: str, arguments: list[str]) -> None:
-    """The wrappers' entry point: wait for a slot if this is a compile, then become the real compiler."""
-    name = Path(wrapper).name
-    real = os.environ[REAL_COMPILERS[name]]
-    if "-c" in arguments:
-        slot = _wait_for_slot(name)
+def write_wrapper(path: Path, kind: str, compiler: str, package_parent: str) -> None:
+    """A script that runs `compiler` (a `kind` compiler: c++ or nvcc) when a slot is free."""
+    text = (f'#!/bin/sh\n# kbench: run {compiler} when a compile slot is free (kbench/slots.py)\n'
+            f'PYTHONPATH={shlex.quote(package_parent)}${{PYTHONPATH:+:$PYTHONPATH}} '
+            f'exec {shlex.quote(sys.executable)} -m kbench.slots {kind} {shlex.quote(compiler)} "$@"\n')
+    if path.is_file() and path.read_text() == text:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_text(text)
+    temporary.chmod(0o755)
+    os.replace(temporary, path)  # whole or absent, even with workers writing it at once
+
+
+def run_compiler(kind: str, compiler: str, arguments: list[str]) -> None:
+    """The wrappers' entry point: in a build worker of a sweep, a compile (`-c`) waits for a slot; then
+    this process becomes the real compiler, with the same arguments."""
+    if "-c" in arguments and SLOTS_VARIABLE in os.environ:
+        slot = _wait_for_slot(kind)
         if slot is not None:
             os.set_inheritable(slot.fileno(), True)  # held by the compiler and its children until they exit
-    os.execvp(real, [real, *arguments])
+    os.execvp(compiler, [compiler, *arguments])
 
 
-def _wait_for_slot(name: str) -> socket.socket | None:
+def _wait_for_slot(kind: str) -> socket.socket | None:
     """Block until the server grants a slot; None (compile at once) when there is no server to ask."""
     try:
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.connect(os.environ[SLOTS_VARIABLE])
-        connection.sendall(f"{int(os.environ.get(RANK_VARIABLE, '0'))} {name}\n".encode())
+        connection.sendall(f"{int(os.environ.get(RANK_VARIABLE, '0'))} {kind}\n".encode())
         if connection.recv(1) == b"1":
             return connection
-    except (OSError, KeyError, ValueError):
+    except (OSError, ValueError):
         pass
     return None
 
 
 if __name__ == "__main__":
-    run_compiler(sys.argv[1], sys.argv[2:])
+    run_compiler(sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -166,7 +166,7 @@ def run(job: Job):
     build.on_change = lambda: state.write(state.phase)
     os.environ.setdefault("TRITON_CACHE_DIR", str(config.cache_dir / "triton" / versions_tag()))
     install_build_hooks(config.cache_dir / "extensions" / versions_tag(), build)
-    slots.use_compile_slots()
+    slots.install_compiler_wrappers(config.cache_dir / "extensions" / versions_tag())
     guards.apply_policy(config.policy)
     try:
         return _evaluate(job, config, device, state)

@@ -99,16 +99,20 @@ def ray_workers_running(task_name: str) -> list[int]:
     return found
 
 
-def evaluation_child(parent: int, solution_name: str) -> int | None:
-    """The kbench worker under `parent` that writes to `solution_name`'s log: it has taken the job."""
+def evaluation_child(ancestor: int, solution_name: str) -> int | None:
+    """The kbench worker below `ancestor` (its child, or its fork server's) that writes to `solution_name`'s
+    log: it has taken the job."""
+    parents, outputs = {}, {}
     for entry in Path("/proc").iterdir():
         try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            output = os.readlink(entry / "fd" / "1")
+            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            outputs[int(entry.name)] = os.readlink(entry / "fd" / "1")
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == parent and Path(output).name.startswith(Path(solution_name).stem + "-"):
-            return int(entry.name)
+    for pid, output in outputs.items():
+        below = ancestor in (parents.get(pid), parents.get(parents.get(pid)))
+        if below and Path(output).name.startswith(Path(solution_name).stem + "-"):
+            return pid
     return None
 
 

@@ -41,7 +41,7 @@ def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     import subprocess
     import time
 
-    from kbench.slots import SlotServer
+    from kbench.slots import SlotServer, write_wrapper
 
     server = SlotServer(slots=1, lookahead=4)
     holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a compile holding the only slot
@@ -50,11 +50,11 @@ def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     assert holder.recv(1) == b"1"
     log = tmp_path / "order.txt"
     compilers = []
-    for rank, name in [(5, "c++"), (3, "c++"), (6, "nvcc")]:
-        environment = dict(os.environ, **server.environment(rank), KBENCH_REAL_CXX="sh", KBENCH_REAL_NVCC="sh",
-                           PYTHONPATH=str(REPO))
-        compilers.append(subprocess.Popen([str(server.folder / "bin" / name), "-c", f"echo {name}{rank} >> {log}"],
-                                          env=environment))
+    for rank, kind in [(5, "c++"), (3, "c++"), (6, "nvcc")]:
+        wrapper = tmp_path / "wrappers" / kind
+        write_wrapper(wrapper, kind, "sh", str(REPO))
+        compilers.append(subprocess.Popen([str(wrapper), "-c", f"echo {kind}{rank} >> {log}"],
+                                          env=dict(os.environ, **server.environment(rank))))
         deadline = time.monotonic() + 30
         while server.waiting() < len(compilers) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -70,17 +70,23 @@ def test_a_sweep_build_compiles_in_a_slot_through_the_wrapper(cpu_config, tmp_pa
     from dataclasses import replace
     from pathlib import Path
 
-    from kbench import slots
     from kbench.results import Status
+    from kbench.runner import evaluate
     from kbench.scheduler import LocalExecutor
 
-    server = slots.server()
-    before = server.granted
+    executor = LocalExecutor()
+    executor.start_builds(jobs=1)
+    server = executor._slots
     config = replace(cpu_config, cache_dir=tmp_path, time=False, sweep=0)  # an empty cache: it compiles
-    built = LocalExecutor().build((PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "correct.py"), config, "cpu", "", 1)
+    pair = (PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "correct.py")
+    built = executor.build(pair, config, "cpu", "", 1)
+    executor.end_builds()
     assert built.status == Status.BUILT, built.message
-    assert server.granted == before + 1  # its one compile (linking takes no slot)
-    assert str(server.folder / "bin" / "c++") in Path(built.log_path).read_text()
+    assert server.granted == 1  # its one compile (linking takes no slot)
+    assert "/compilers-" in Path(built.log_path).read_text()  # the wrapper ran it
+    # The evaluation, outside the build phase, finds the build up to date: ninja compiles nothing.
+    judged = evaluate(*pair, config)
+    assert judged.status == Status.CORRECT and judged.build_reused, judged.message
 
 
 def test_a_build_runs_at_build_niceness_and_an_evaluation_at_kbenchs(cpu_config):
