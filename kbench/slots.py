@@ -136,6 +136,8 @@ def install_compiler_wrappers(folder: Path) -> None:
     real compilers), so changing a real compiler still rebuilds. Outside a sweep's build phase there is
     no slot server and a wrapper runs its compiler at once.
     """
+    if os.name != "posix":
+        return  # the wrappers are sh scripts
     from torch.utils.cpp_extension import CUDA_HOME  # only here: the wrappers themselves must not load torch
 
     real = {"c++": os.environ.get("CXX", "c++")}
@@ -145,8 +147,11 @@ def install_compiler_wrappers(folder: Path) -> None:
     package_parent = str(Path(__file__).resolve().parent.parent)
     digest = hashlib.sha256(repr((sys.executable, package_parent, sorted(real.items()))).encode()).hexdigest()[:12]
     wrappers = folder / f"compilers-{digest}"
-    for kind, compiler in real.items():
-        write_wrapper(wrappers / kind, kind, compiler, package_parent)
+    try:
+        for kind, compiler in real.items():
+            write_wrapper(wrappers / kind, kind, compiler, package_parent)
+    except OSError:
+        return  # an unwritable cache: compilers run as torch starts them (a build in it fails on its own)
     os.environ["CXX"] = str(wrappers / "c++")
     if "nvcc" in real:
         os.environ["PYTORCH_NVCC"] = str(wrappers / "nvcc")
