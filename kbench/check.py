@@ -78,16 +78,14 @@ def _compare_tensor(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol
                     label: str) -> TrialOutcome:
     if expected.numel() == 0:
         return TrialOutcome(True, 0.0, 0.0, 0.0, None)
-    flat_got, flat_expected = got.detach().reshape(-1), expected.detach().reshape(-1)
     if expected.is_complex() or not (expected.is_floating_point()):
-        mismatched = _found(flat_got != flat_expected)
+        mismatched = _found(got.detach().reshape(-1) != expected.detach().reshape(-1))
         if mismatched:
             return _failed(_where(mismatched, got, expected, label, "differs"))
         return TrialOutcome(True, 0.0, 0.0, 0.0, None)
     tally = _Tally()
-    for start in range(0, flat_expected.numel(), COMPARE_CHUNK_ELEMENTS):
-        chunk = slice(start, start + COMPARE_CHUNK_ELEMENTS)
-        _compare_chunk(flat_got[chunk], flat_expected[chunk], atol, rtol, start, tally)
+    for got_chunk, expected_chunk, start in _chunks(got, expected):
+        _compare_chunk(got_chunk, expected_chunk, atol, rtol, start, tally)
     reference_norm, difference_norm = math.sqrt(tally.reference_square_sum), math.sqrt(tally.difference_square_sum)
     norm_err = difference_norm / reference_norm if reference_norm > 0 else difference_norm
     errors = (tally.max_abs, tally.max_rel, norm_err)
@@ -97,6 +95,15 @@ def _compare_tensor(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol
         return TrialOutcome(False, *errors, _where(tally.outside, got, expected, label,
                                                    f"outside atol={atol:g} rtol={rtol:g}"))
     return TrialOutcome(True, *errors, None)
+
+
+def _chunks(got: torch.Tensor, expected: torch.Tensor):
+    """(got, expected, flat index of the first element) for each COMPARE_CHUNK_ELEMENTS-long run of the
+    flattened tensors."""
+    flat_got, flat_expected = got.detach().reshape(-1), expected.detach().reshape(-1)
+    for start in range(0, flat_expected.numel(), COMPARE_CHUNK_ELEMENTS):
+        chunk = slice(start, start + COMPARE_CHUNK_ELEMENTS)
+        yield flat_got[chunk], flat_expected[chunk], start
 
 
 def _compare_chunk(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float, offset: int,
@@ -170,12 +177,10 @@ def error_against(output, truth) -> float | None:
             return None
         if not got.is_floating_point():
             continue
-        flat_got, flat_expected = got.detach().reshape(-1), expected.detach().reshape(-1)
         difference_square_sum = scale_square_sum = 0.0
-        for start in range(0, flat_expected.numel(), COMPARE_CHUNK_ELEMENTS):
-            chunk = slice(start, start + COMPARE_CHUNK_ELEMENTS)
-            expected64 = flat_expected[chunk].to(torch.float64)
-            difference_square_sum += float((flat_got[chunk].to(torch.float64) - expected64).square().sum())
+        for got_chunk, expected_chunk, _ in _chunks(got, expected):
+            expected64 = expected_chunk.to(torch.float64)
+            difference_square_sum += float((got_chunk.to(torch.float64) - expected64).square().sum())
             scale_square_sum += float(expected64.square().sum())
         difference, scale = math.sqrt(difference_square_sum), math.sqrt(scale_square_sum)
         error = difference / scale if scale > 0 else difference

@@ -168,7 +168,11 @@ _launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbench-launche
 
 
 def _start_worker(arguments: list[str], stdout, environment: dict) -> subprocess.Popen:
-    process = _start_python("kbench.worker", arguments, stdout=stdout, env=environment)
+    return _tracked(_start_python("kbench.worker", arguments, stdout=stdout, env=environment))
+
+
+def _tracked(process):
+    """The worker, recorded as a live session (Ctrl-C and exit kill it)."""
     with _live_lock:
         _live_sessions.add(process.pid)
     return process
@@ -188,9 +192,7 @@ def _start_waiting_worker(device: str):
     process = _fork_waiting_worker(device, environment)
     if process is None:
         return _start_worker(["--wait", device], subprocess.DEVNULL, environment)
-    with _live_lock:
-        _live_sessions.add(process.pid)
-    return process
+    return _tracked(process)
 
 
 # Fork servers by forkserver.server_key of the environments they serve (one, unless kbench's own changes).
@@ -216,18 +218,22 @@ def prestart_waiting_workers(device: str) -> None:
     key = _spare_key(device)
     with _top_up_lock:
         with _live_lock:
-            waiting = [process for process in _spares.get(key, []) if process.poll() is None]
-            missing = WAITING_WORKERS_PER_DEVICE - len(waiting)
+            missing = WAITING_WORKERS_PER_DEVICE - len(_living_spares(key))
         started = [_start_waiting_worker(device) for _ in range(missing)]
         with _live_lock:
-            _spares[key] = [process for process in _spares.get(key, []) if process.poll() is None] + started
+            _spares[key] = _living_spares(key) + started  # re-read: an evaluation may have taken one meanwhile
+
+
+def _living_spares(key: tuple[str, str]) -> list:
+    """The waiting workers for `key` that have not died (call holding _live_lock)."""
+    return [process for process in _spares.get(key, []) if process.poll() is None]
 
 
 def _take_waiting_worker(device: str) -> subprocess.Popen | ForkedWorker:
     """The longest-waiting worker for `device` (started now if there is none); then top up the pool."""
     key = _spare_key(device)
     with _live_lock:
-        waiting = [process for process in _spares.get(key, []) if process.poll() is None]
+        waiting = _living_spares(key)
         taken = waiting.pop(0) if waiting else None
         _spares[key] = waiting
     if taken is None:
