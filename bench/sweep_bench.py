@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from kbench.config import RunConfig
-from kbench.scheduler import run_pairs
+from kbench.scheduler import LocalExecutor, build_order, needs_build_phase, run_pairs
 from kbench.solution import find_pairs
 
 CHEATS = Path("tests/fixtures/cheats")
@@ -80,11 +80,40 @@ def max_concurrent(results) -> int:
     return peak
 
 
-def run(pairs, config, devices) -> tuple[list, list, float, float]:
+def print_compiles(compiles, ranked: list[Path], cores: int) -> None:
+    """The build phase's compilers (times from the slot server's start): how long each kind ran and waited,
+    and the tail, from the last compile's start to the last compile's end, when cores can only idle."""
+    done = [entry for entry in compiles if entry.granted_s is not None and entry.released_s is not None]
+    if not done:
+        return
+    for kind in ("nvcc", "c++"):
+        of_kind = [entry for entry in done if entry.kind == kind]
+        if of_kind:
+            seconds = sorted(entry.released_s - entry.granted_s for entry in of_kind)
+            waits = [entry.granted_s - entry.queued_s for entry in of_kind]
+            print(f"compiles, {kind}: {len(of_kind)}, seconds min {seconds[0]:.1f} median "
+                  f"{statistics.median(seconds):.1f} max {seconds[-1]:.1f}; waited for a slot: median "
+                  f"{statistics.median(waits):.1f} s, max {max(waits):.1f} s")
+    first_asked = min(entry.queued_s for entry in done)
+    last_start = max(entry.granted_s for entry in done)
+    last_end = max(entry.released_s for entry in done)
+    busy_in_tail = sum(min(entry.released_s, last_end) - max(entry.granted_s, last_start)
+                       for entry in done if entry.released_s > last_start)
+    print(f"compiles: first asked for a slot at {first_asked:.1f} s; the last started at {last_start:.1f} s and "
+          f"the last ended at {last_end:.1f} s; in that tail {busy_in_tail / max(last_end - last_start, 1e-9):.1f} "
+          f"of {cores} cores compiled on average")
+    print("the last compiles to end (rank kind started ended seconds solution):")
+    for entry in sorted(done, key=lambda entry: entry.released_s)[-8:]:
+        name = str(ranked[entry.rank]) if entry.rank < len(ranked) else "?"
+        print(f"  {entry.rank:4} {entry.kind:5} {entry.granted_s:7.1f} {entry.released_s:7.1f} "
+              f"{entry.released_s - entry.granted_s:6.1f}  {name}")
+
+
+def run(pairs, config, devices, executor=None) -> tuple[list, list, float, float]:
     """(results, build-phase results, wall seconds, CPU seconds the whole machine used meanwhile)."""
     cpu_before, started = machine_cpu_s(), time.monotonic()
     built = []
-    results = run_pairs(pairs, config, devices=devices, on_built=built.append)
+    results = run_pairs(pairs, config, devices=devices, on_built=built.append, executor=executor)
     return results, built, time.monotonic() - started, machine_cpu_s() - cpu_before
 
 
@@ -101,8 +130,10 @@ def main() -> int:
     pairs += EXTRA_PAIRS
     cores = os.cpu_count() or 1
 
+    ranked = [pairs[index][1] for index in build_order(pairs) if needs_build_phase(pairs[index][1], config)]
+    executor = LocalExecutor()
     cold_start = time.time()
-    cold, cold_built, cold_wall, cold_cpu = run(pairs, config, devices)
+    cold, cold_built, cold_wall, cold_cpu = run(pairs, config, devices, executor)
     builds = [r for r in cold_built if r.build_s is not None]  # a build ran (not skipped, not failed early)
     build_cpu_s = sum(r.cpu_s or 0 for r in builds)
     evaluations = [r for r in cold if r.check is not None or r.status in ("runtime_error", "crashed", "timeout")]
@@ -126,6 +157,7 @@ def main() -> int:
           f" GPU busy {gpu_busy_s:.1f} s of the {cold_wall - first_gpu_s:.1f} s after the first evaluation started")
     print(f"cold run: wall / max(build CPU / cores, GPU time) = {cold_wall / floor_s:.2f} (target <= 1.2)")
     print(f"cold run: most evaluations running at once: {max_concurrent(evaluations)}")
+    print_compiles(executor.compiles, ranked, cores)
     print(f"warm run: wall {warm_wall:.1f} s; per evaluation outside timed GPU work: median "
           f"{statistics.median(overheads):.2f} s, max {max(overheads):.2f} s (target < 3 s)")
     print(f"verdicts equal with {len(devices)} GPU(s) and with 1: {not mismatched} {mismatched if mismatched else ''}")

@@ -1,19 +1,19 @@
-"""Start waiting workers by forking a process that has already imported torch and kbench.
+"""Start workers by forking a process that has already imported torch and kbench.
 
 A spawned worker spends about 8 s of CPU importing torch and priming the dispatcher before it can
-evaluate (H200 host), against 1-5 s of work in most evaluations. During a sweep that CPU is taken from
-the builds, at a higher priority, and with many GPUs the warm-ups alone would need many cores. The fork
-server pays it once per kbench process (per environment). Each worker it forks is still a new process, in
-a session of its own, that has run no candidate code and creates its own CUDA context; it then does
-exactly what a spawned waiting worker does (worker.main).
+evaluate or build (H200 host), against 1-5 s of work in most evaluations. During a sweep that CPU is
+taken from the builds, and with many GPUs the warm-ups alone would need many cores. The fork server pays
+it once per kbench process (per environment). Each worker it forks is still a new process, in a session
+of its own, that has run no candidate code and creates its own CUDA context; it then does exactly what a
+spawned worker with the same arguments does (worker.main): wait for an evaluation, or run a build job.
 
 Fork safety: the server never initialises CUDA (a forked child could not use it) and never runs a
 parallel CPU op (the child would not have the server's OpenMP threads, and would hang in its first
 parallel op). It has one thread.
 
-Protocol, over a SOCK_SEQPACKET socket pair: kbench sends the device and environment (JSON) with two file
-descriptors (the worker's stdin and stdout), the server answers "forked PID"; when a worker exits the server reaps it and
-sends "exit PID CODE" (CODE as subprocess reports it: negative for a signal).
+Protocol, over a SOCK_SEQPACKET socket pair: kbench sends the worker's arguments and environment (JSON)
+with two file descriptors (its stdin and stdout), the server answers "forked PID"; when a worker exits
+the server reaps it and sends "exit PID CODE" (CODE as subprocess reports it: negative for a signal).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Callable
 
 # Seconds a request waits for its worker: the server's own start (importing torch) comes first.
 START_TIMEOUT_S = 300
-MAX_REQUEST_BYTES = 1 << 20  # a device and an environment
+MAX_REQUEST_BYTES = 1 << 20  # arguments and an environment
 
 
 def server_key(environment: dict) -> tuple:
@@ -61,14 +61,15 @@ class ForkServer:
         self.request_lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True, name="kbench-forkserver").start()
 
-    def fork_worker(self, device: str, environment: dict) -> ForkedWorker | None:
-        """A new waiting worker for `device` with `environment`, or None when the server cannot fork one."""
-        request = json.dumps({"device": device, "environment": environment}).encode()
+    def fork_worker(self, arguments: list[str], environment: dict, stdout: int | None = None) -> ForkedWorker | None:
+        """A new worker, as `python -m kbench.worker ARGUMENTS` with `environment` and its output to the file
+        descriptor `stdout` (None: discarded) would be; None when the server cannot fork one."""
+        request = json.dumps({"arguments": arguments, "environment": environment}).encode()
         stdin_read, stdin_write = os.pipe()
-        devnull = os.open(os.devnull, os.O_WRONLY)
+        output = os.open(os.devnull, os.O_WRONLY) if stdout is None else os.dup(stdout)
         with self.request_lock:
             try:
-                socket.send_fds(self.socket, [request], [stdin_read, devnull])
+                socket.send_fds(self.socket, [request], [stdin_read, output])
             except OSError:
                 pid = None
             else:
@@ -77,7 +78,7 @@ class ForkServer:
                     pid = self.forked.pop(0) if self.forked else None
             finally:
                 os.close(stdin_read)
-                os.close(devnull)
+                os.close(output)
         if pid is None:
             os.close(stdin_write)
             return None
@@ -180,8 +181,8 @@ def _reap(connection: socket.socket) -> None:
 
 
 def _run_worker(request: dict, fds: list[int], closing: tuple[int, ...]) -> None:
-    """In the forked child: become a waiting worker as if spawned with `--wait DEVICE` in the request's
-    environment; never returns."""
+    """In the forked child: become a worker as if spawned with the request's arguments and environment;
+    never returns."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
@@ -200,9 +201,9 @@ def _run_worker(request: dict, fds: list[int], closing: tuple[int, ...]) -> None
         os.environ["KBENCH_PARENT_PID"] = str(os.getppid())  # it dies with the server, as the server with kbench
         from kbench import worker
 
-        device = request["device"]
-        sys.argv = [worker.__file__, "--wait", device]
-        code = worker.main(["--wait", device])
+        arguments = request["arguments"]
+        sys.argv = [worker.__file__, *arguments]
+        code = worker.main(arguments)
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     except BaseException:

@@ -167,8 +167,13 @@ def _environment(extra_environment: dict) -> dict:
 _launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbench-launcher")
 
 
-def _start_worker(arguments: list[str], stdout, environment: dict) -> subprocess.Popen:
-    return _tracked(_start_python("kbench.worker", arguments, stdout=stdout, env=environment))
+def _start_worker(arguments: list[str], stdout, environment: dict) -> subprocess.Popen | ForkedWorker:
+    """`python -m kbench.worker ARGUMENTS`, output to `stdout` (a file or DEVNULL): forked from the fork server
+    where it can be, else spawned."""
+    process = _fork_worker(arguments, None if stdout == subprocess.DEVNULL else stdout.fileno(), environment)
+    if process is None:
+        process = _start_python("kbench.worker", arguments, stdout=stdout, env=environment)
+    return _tracked(process)
 
 
 def _tracked(process):
@@ -186,13 +191,8 @@ def _start_python(module: str, arguments: list[str], stdout=subprocess.DEVNULL, 
                             start_new_session=True).result()
 
 
-def _start_waiting_worker(device: str):
-    """A waiting worker for `device`: forked from the fork server where it can, else spawned."""
-    environment = _environment({})
-    process = _fork_waiting_worker(device, environment)
-    if process is None:
-        return _start_worker(["--wait", device], subprocess.DEVNULL, environment)
-    return _tracked(process)
+def _start_waiting_worker(device: str) -> subprocess.Popen | ForkedWorker:
+    return _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
 
 
 # Fork servers by forkserver.server_key of the environments they serve (one, unless kbench's own changes).
@@ -200,7 +200,7 @@ _fork_servers: dict[tuple, ForkServer] = {}
 _fork_lock = threading.Lock()
 
 
-def _fork_waiting_worker(device: str, environment: dict) -> ForkedWorker | None:
+def _fork_worker(arguments: list[str], stdout: int | None, environment: dict) -> ForkedWorker | None:
     if not sys.platform.startswith("linux"):
         return None  # fork after importing torch is only known safe on Linux
     key = server_key(environment)
@@ -210,7 +210,7 @@ def _fork_waiting_worker(device: str, environment: dict) -> ForkedWorker | None:
             if server is not None and not server.ever_forked:
                 return None  # it died before forking anything: it cannot work here, so spawn
             server = _fork_servers[key] = ForkServer(partial(_start_python, "kbench.forkserver"), environment)
-    return server.fork_worker(device, environment)
+    return server.fork_worker(arguments, environment, stdout)
 
 
 def prestart_waiting_workers(device: str) -> None:
@@ -247,7 +247,7 @@ def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float, extra_envi
     """Run one job in a worker of its own session; kill the whole session when done or out of time.
 
     Evaluations go to a waiting worker (already warm); builds, which set their own environment,
-    start a worker of their own. Returns the exit code (negative: killed by that signal), or None
+    start a worker of their own (forked too where it can be). Returns the exit code (negative: killed by that signal), or None
     on timeout.
     """
     with log_path.open("ab") as log:

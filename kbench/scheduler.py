@@ -19,7 +19,7 @@ from kbench.build import versions_tag
 from kbench.config import RunConfig
 from kbench.results import Result, Status
 from kbench.runner import evaluate, kill_all_workers, prestart_waiting_workers
-from kbench.slots import SlotServer
+from kbench.slots import Compile, SlotServer
 from kbench.solution import Solution
 
 Pair = tuple[Path, Path]  # (problem file, solution file)
@@ -59,6 +59,7 @@ class LocalExecutor:
 
     def __init__(self):
         self._slots: SlotServer | None = None
+        self.compiles: list[Compile] = []  # the last build phase's compiles (slots.SlotServer.history)
 
     def start_builds(self, jobs: int) -> int:
         self.end_builds()
@@ -67,6 +68,7 @@ class LocalExecutor:
 
     def end_builds(self) -> None:
         if self._slots is not None:
+            self.compiles = self._slots.history()
             self._slots.close()
             self._slots = None
 

@@ -33,10 +33,22 @@ import socket
 import sys
 import tempfile
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 SLOTS_VARIABLE = "KBENCH_COMPILE_SLOTS"  # the slot server's socket, in a build worker's environment
 RANK_VARIABLE = "KBENCH_BUILD_RANK"      # the build's place in the sweep's build order (0 first)
+
+
+@dataclass
+class Compile:
+    """One compiler's turn, in seconds since the slot server started (released: None while it runs)."""
+    rank: int
+    kind: str  # "c++" (host) or "nvcc" (device)
+    queued_s: float
+    granted_s: float | None = None
+    released_s: float | None = None
 
 
 class SlotServer:
@@ -52,6 +64,8 @@ class SlotServer:
         self.listener.bind(self.address)
         self.listener.listen(1024)
         self.granted = 0  # slots handed out so far
+        self.compiles: dict[socket.socket, Compile] = {}  # every request, for benchmarks (history())
+        self._started = time.monotonic()
         self._arrivals = itertools.count()
         self._new: set[socket.socket] = set()          # connected, request not read yet
         self._queue: list[tuple] = []                  # heap of (key, device last, arrival, connection)
@@ -64,6 +78,11 @@ class SlotServer:
     def waiting(self) -> int:
         with self.lock:
             return len(self._queue)
+
+    def history(self) -> list[Compile]:
+        """Every compile that asked for a slot, in the order they asked."""
+        with self.lock:
+            return sorted(self.compiles.values(), key=lambda entry: entry.queued_s)
 
     def environment(self, rank: int) -> dict:
         return {SLOTS_VARIABLE: self.address, RANK_VARIABLE: str(rank)}
@@ -100,9 +119,12 @@ class SlotServer:
             device = kind == "nvcc"
             key = int(rank) - (self.lookahead if device else 0)
             heapq.heappush(self._queue, (key, not device, next(self._arrivals), connection))
+            self.compiles[connection] = Compile(int(rank), kind, self._now())
             return
         # End of file: a compiler ended (its slot is free) or a waiting wrapper was killed.
         self._new.discard(connection)
+        if connection in self._holding:
+            self.compiles[connection].released_s = self._now()
         self._holding.discard(connection)
         self._queue = [entry for entry in self._queue if entry[3] is not connection]
         heapq.heapify(self._queue)
@@ -117,7 +139,11 @@ class SlotServer:
                 connection.close()
                 continue
             self._holding.add(connection)
+            self.compiles[connection].granted_s = self._now()
             self.granted += 1
+
+    def _now(self) -> float:
+        return round(time.monotonic() - self._started, 3)
 
     def close(self) -> None:
         with self.lock:

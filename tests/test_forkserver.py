@@ -73,3 +73,15 @@ def test_a_forked_worker_reports_its_exit_code_and_signal(cpu_config):
     runner.kill_session(second.pid)
     assert second.wait(timeout=30) == -signal.SIGKILL
     runner.stop_waiting_workers()
+
+
+def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_path):
+    from kbench.scheduler import LocalExecutor
+
+    solution = tmp_path / "tells_parent.py"
+    solution.write_text("import os\nprint('build output here')\nraise RuntimeError(f'parent {os.getppid()}')\n")
+    built = LocalExecutor().build((PROBLEMS / "axpy.py", solution), cpu_config, "cpu", "", 1)
+    assert built.status == Status.LOAD_ERROR
+    servers = {server.process.pid for server in runner._fork_servers.values()}
+    assert int(built.message.rsplit("parent ", 1)[1].split()[0]) in servers, built.message
+    assert "build output here" in open(built.log_path).read()
