@@ -61,6 +61,15 @@ def phase_seconds(result) -> dict[str, float]:
     return phases
 
 
+def median_phases(results) -> str:
+    """Median seconds of each worker phase over `results`, and of the time outside the worker (its start and
+    the hand-over of the job and result)."""
+    names = list(dict.fromkeys(name for r in results for name in phase_seconds(r)))
+    medians = {name: statistics.median(phase_seconds(r).get(name, 0.0) for r in results) for name in names}
+    outside = statistics.median((r.wall_s or 0) - sum(phase_seconds(r).values()) for r in results)
+    return "; ".join(f"{name} {value:.2f}" for name, value in medians.items()) + f"; outside the worker {outside:.2f}"
+
+
 def interval(result) -> tuple[float, float]:
     """(start, end) of a result as Unix times: it was recorded at `time`, `wall_s` after it started."""
     end = datetime.fromisoformat(result.time).timestamp()
@@ -158,15 +167,11 @@ def main() -> int:
     print(f"cold run: wall / max(build CPU / cores, GPU time) = {cold_wall / floor_s:.2f} (target <= 1.2)")
     print(f"cold run: most evaluations running at once: {max_concurrent(evaluations)}")
     print_compiles(executor.compiles, ranked, cores)
+    print("cold run, build workers' median seconds per phase: " + median_phases(builds))
     print(f"warm run: wall {warm_wall:.1f} s; per evaluation outside timed GPU work: median "
           f"{statistics.median(overheads):.2f} s, max {max(overheads):.2f} s (target < 3 s)")
     print(f"verdicts equal with {len(devices)} GPU(s) and with 1: {not mismatched} {mismatched if mismatched else ''}")
-    judged = [r for r in warm if r.check is not None]
-    names = list(dict.fromkeys(name for r in judged for name in phase_seconds(r)))
-    medians = {name: statistics.median(phase_seconds(r).get(name, 0.0) for r in judged) for name in names}
-    spawn = statistics.median((r.wall_s or 0) - sum(phase_seconds(r).values()) for r in judged)
-    print("warm run, median seconds per phase: " + "; ".join(f"{name} {value:.2f}" for name, value in medians.items())
-          + f"; outside the worker (start, hand-over) {spawn:.2f}")
+    print("warm run, median seconds per phase: " + median_phases([r for r in warm if r.check is not None]))
     print(f"\n{'solution':56} {'status':14} {'cold wall s':>11} {'warm wall s':>11} {'outside timing s':>16}")
     for a, b in zip(cold, warm):
         outside = (b.wall_s or 0) - timed_gpu_s(b) if b.check is not None else float("nan")

@@ -46,11 +46,13 @@ def server_key(environment: dict) -> tuple:
 class ForkServer:
     """kbench's end: starts the server, asks it for workers, learns how they exit."""
 
-    def __init__(self, start: Callable[..., subprocess.Popen], environment: dict):
-        """`start(arguments, pass_fds=..., env=...)` starts `python -m kbench.forkserver ARGUMENTS`."""
+    def __init__(self, start: Callable[..., subprocess.Popen], environment: dict, prime: bool):
+        """`start(arguments, pass_fds=..., env=...)` starts `python -m kbench.forkserver ARGUMENTS`. With `prime`,
+        the server primes the dispatcher before it forks (for waiting workers, which would do it first thing)."""
         self.socket, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.process = start([str(server_end.fileno())], pass_fds=(server_end.fileno(),), env=environment)
+            arguments = [str(server_end.fileno())] + (["--prime"] if prime else [])
+            self.process = start(arguments, pass_fds=(server_end.fileno(),), env=environment)
         finally:
             server_end.close()
         self.changed = threading.Condition()
@@ -143,11 +145,12 @@ class ForkedWorker:
 
 # --- the server --------------------------------------------------------------------------------
 
-def serve(connection: socket.socket) -> None:
+def serve(connection: socket.socket, prime: bool) -> None:
     from kbench import guards, worker
 
     worker._die_with_parent()
-    guards.prime_dispatch()  # imports what a worker's first dispatch mode would, before any fork
+    if prime:
+        guards.prime_dispatch()  # imports what a worker's first dispatch mode would, before any fork
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
@@ -215,4 +218,4 @@ def _run_worker(request: dict, fds: list[int], closing: tuple[int, ...]) -> None
 
 
 if __name__ == "__main__":
-    serve(socket.socket(fileno=int(sys.argv[1])))
+    serve(socket.socket(fileno=int(sys.argv[1])), prime="--prime" in sys.argv[2:])

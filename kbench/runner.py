@@ -195,21 +195,24 @@ def _start_waiting_worker(device: str) -> subprocess.Popen | ForkedWorker:
     return _start_worker(["--wait", device], subprocess.DEVNULL, _environment({}))
 
 
-# Fork servers by forkserver.server_key of the environments they serve (one, unless kbench's own changes).
-_fork_servers: dict[tuple, ForkServer] = {}
+# Fork servers by (forkserver.server_key of the environments they serve, whether they fork waiting workers):
+# one for waiting workers, primed for evaluations, and one for builds, which start forking sooner.
+_fork_servers: dict[tuple[tuple, bool], ForkServer] = {}
 _fork_lock = threading.Lock()
 
 
 def _fork_worker(arguments: list[str], stdout: int | None, environment: dict) -> ForkedWorker | None:
     if not sys.platform.startswith("linux"):
         return None  # fork after importing torch is only known safe on Linux
-    key = server_key(environment)
+    waiting = arguments[0] == "--wait"
+    key = server_key(environment), waiting
     with _fork_lock:
         server = _fork_servers.get(key)
         if server is None or not server.alive:
             if server is not None and not server.ever_forked:
                 return None  # it died before forking anything: it cannot work here, so spawn
-            server = _fork_servers[key] = ForkServer(partial(_start_python, "kbench.forkserver"), environment)
+            start = partial(_start_python, "kbench.forkserver")
+            server = _fork_servers[key] = ForkServer(start, environment, prime=waiting)
     return server.fork_worker(arguments, environment, stdout)
 
 

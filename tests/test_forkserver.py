@@ -1,4 +1,4 @@
-"""Waiting workers forked from a server that imported torch: they judge as spawned ones do."""
+"""Workers forked from a server that imported torch: they judge and build as spawned ones do."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_a_killed_fork_server_costs_no_verdict(cpu_config):
     assert all(process.poll() is not None for process in waiting)
     result = evaluate(PROBLEMS / "axpy.py", SOLUTIONS / "axpy/correct_plain.py", cpu_config)
     assert result.status == Status.CORRECT, result.message
-    current = runner._fork_servers[server_key(runner._environment({}))]  # kbench started a new one
+    current = runner._fork_servers[server_key(runner._environment({})), True]  # kbench started a new one
     assert current.alive and current not in servers
 
 
@@ -82,6 +82,6 @@ def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_pa
     solution.write_text("import os\nprint('build output here')\nraise RuntimeError(f'parent {os.getppid()}')\n")
     built = LocalExecutor().build((PROBLEMS / "axpy.py", solution), cpu_config, "cpu", "", 1)
     assert built.status == Status.LOAD_ERROR
-    servers = {server.process.pid for server in runner._fork_servers.values()}
-    assert int(built.message.rsplit("parent ", 1)[1].split()[0]) in servers, built.message
+    build_server = runner._fork_servers[server_key(runner._environment({})), False]  # not the waiting workers'
+    assert int(built.message.rsplit("parent ", 1)[1].split()[0]) == build_server.process.pid, built.message
     assert "build output here" in open(built.log_path).read()
