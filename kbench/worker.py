@@ -189,7 +189,9 @@ def _evaluate(job: Job, config, device, state: "Progress"):
 
     # Taken before the candidate is imported: what settings and harness functions must stay as they are.
     state.expected_settings = guards.snapshot_settings()
-    state.harness = guards.HarnessSnapshot()
+    # A build's import is repeated by the evaluation, whose snapshot judges it; the snapshot primes the
+    # dispatcher first, which would cost each build worker seconds of CPU (forkserver.py).
+    state.harness = None if job.build_only else guards.HarnessSnapshot()
     solution_module = _load_solution(job, state)
     _guard(state, "importing the solution")
     if job.build_only:
@@ -745,7 +747,7 @@ def _guard(state: Progress, when: str) -> None:
     if changes:
         state.flag(guards.CHANGED_SETTINGS, f"global settings changed while {when}: {', '.join(changes)}")
         guards.restore_settings(state.expected_settings)
-    tampered = state.harness.changed()
+    tampered = state.harness.changed() if state.harness else []
     if tampered:
         state.flag(guards.HARNESS_TAMPERING, f"replaced {', '.join(tampered)} while {when}")
     _raise_if_rejected(state)

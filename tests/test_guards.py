@@ -83,3 +83,20 @@ def test_hidden_work_check_flags_only_work_beyond_the_events():
     assert hidden and "outside the timed stream" in hidden
     tiny = guards.hidden_work_message([0.01] * 5, [0.03] * 5, [0.005] * 5, [0.05] * 5)
     assert tiny is None  # under the absolute floor: launch noise, not hidden work
+
+
+def test_tampering_at_import_is_caught_after_a_sweeps_build_phase(cpu_config, tmp_path):
+    # A build worker imports the solution without a harness snapshot (the evaluation's import is the one
+    # judged): a solution that tampers while its extension builds must still be rejected in a sweep.
+    from kbench.scheduler import needs_build_phase, run_pairs
+
+    tampering = tmp_path / "patch_sync_builds.py"
+    tampering.write_text((CHEATS / "patch_sync.py").read_text()
+                         + "\nfrom torch.utils import cpp_extension  # a build phase runs for it\n")
+    config = replace(cpu_config, cache_dir=tmp_path / "cache", time=False, sweep=0)
+    assert needs_build_phase(tampering, config)
+    built = []
+    results = run_pairs([(AXPY, tampering), (AXPY, CHEATS / "patch_compare.py")], config, devices=["cpu"],
+                        on_built=built.append)
+    assert [result.status for result in built if result.solution == str(tampering)] == [Status.BUILT]
+    assert results[0].status == Status.REJECTED and guards.HARNESS_TAMPERING in results[0].flags, results[0].message
