@@ -63,6 +63,12 @@ def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     assert [compiler.wait(timeout=60) for compiler in compilers] == [0, 0, 0]
     # The device compile of build 6 is served as if it were build 2, ahead of the host compiles of 3 and 5.
     assert log.read_text().split() == ["nvcc6", "c++3", "c++5"]
+    # Its record of every compile (what sweep_bench prints): who asked, when each ran, in the same order.
+    history = server.history()
+    assert [(entry.rank, entry.kind) for entry in history] == [(0, "c++"), (5, "c++"), (3, "c++"), (6, "nvcc")]
+    assert all(entry.queued_s <= entry.granted_s <= entry.released_s for entry in history)
+    granted = sorted(history[1:], key=lambda entry: entry.granted_s)
+    assert [(entry.rank, entry.kind) for entry in granted] == [(6, "nvcc"), (3, "c++"), (5, "c++")]
     server.close()
 
 
