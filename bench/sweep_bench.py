@@ -6,10 +6,11 @@ Runs the suite's solutions plus the GPU fixtures of tests/fixtures/cheats throug
 twice: first with an empty build cache on every GPU (builds and evaluations overlap), then again with
 every build cached on one GPU. Prints, for the cold run, wall time against max(build CPU time / cores,
 GPU evaluation time per device) (target: at most 1.2x; build CPU time is what the build workers and
-their compilers used, from each build's cpu_s), when the GPUs started and the builds ended, and how
-many evaluations ran at once; for the
-warm run the time each evaluation spends outside its timed GPU work (target: under 3 s); and whether
-the two runs (N GPUs, then one) gave the same verdicts.
+their compilers used, from each build's cpu_s), when the GPUs started and the builds ended, how many
+evaluations ran at once, and the compile slots' record (how long device and host compiles ran and
+waited, and the tail after the last compile started); for the warm run the time each evaluation spends
+outside its timed GPU work (target: under 3 s); and whether the two runs (N GPUs, then one) gave the
+same verdicts.
 """
 
 from __future__ import annotations

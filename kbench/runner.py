@@ -250,8 +250,8 @@ def _spawn_and_wait(job_path: Path, log_path: Path, timeout_s: float, extra_envi
     """Run one job in a worker of its own session; kill the whole session when done or out of time.
 
     Evaluations go to a waiting worker (already warm); builds, which set their own environment,
-    start a worker of their own (forked too where it can be). Returns the exit code (negative: killed by that signal), or None
-    on timeout.
+    start a worker of their own (forked too, where it can be). Returns the exit code (negative: killed
+    by that signal), or None on timeout.
     """
     with log_path.open("ab") as log:
         if extra_environment:
