@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from kbench.config import RunConfig
-from kbench.scheduler import LocalExecutor, build_order, needs_build_phase, run_pairs
+from kbench.scheduler import LocalExecutor, plan_builds, run_pairs
 from kbench.solution import find_pairs
 
 CHEATS = Path("tests/fixtures/cheats")
@@ -140,7 +140,7 @@ def main() -> int:
     pairs += EXTRA_PAIRS
     cores = os.cpu_count() or 1
 
-    ranked = [pairs[index][1] for index in build_order(pairs) if needs_build_phase(pairs[index][1], config)]
+    ranked = [pairs[index][1] for index in plan_builds(pairs, config)[0]]  # the solution of each build rank
     executor = LocalExecutor()
     cold_start = time.time()
     cold, cold_built, cold_wall, cold_cpu = run(pairs, config, devices, executor)

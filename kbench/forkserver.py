@@ -2,8 +2,8 @@
 
 A spawned worker spends about 8 s of CPU importing torch and priming the dispatcher before it can
 evaluate or build (H200 host), against 1-5 s of work in most evaluations. During a sweep that CPU is
-taken from the builds, and with many GPUs the warm-ups alone would need many cores. The fork server pays
-it once per kbench process (per environment). Each worker it forks is still a new process, in a session
+taken from the builds, and with many GPUs the warm-ups alone would need many cores. A fork server pays
+it once per kbench process (runner.py keeps one for evaluation workers and one for builds). Each worker it forks is still a new process, in a session
 of its own, that has run no candidate code and creates its own CUDA context; it then does exactly what a
 spawned worker with the same arguments does (worker.main): wait for an evaluation, or run a build job.
 

@@ -95,14 +95,23 @@ CUDA_BUILD_THREADS = 2
 # CPU priority of builds (and their compilers), as niceness (Linux: 0 default, 19 lowest): evaluations
 # time CPU-side launch work and must not wait behind compilers.
 BUILD_NICE = 10
-# Builds in flight per compile slot: a build spends seconds importing torch before its compilers ask for
-# slots, and the slots' order can only favour compilers that are already waiting.
+# Builds in flight per compile slot: a build spends seconds starting (its fork, loading the problem and
+# the solution) before its compilers ask for slots, and the slots' order can only favour compilers that
+# are already waiting.
 BUILDS_PER_SLOT = 2
 
 
 def build_order(pairs: list[Pair]) -> list[int]:
     """CUDA solutions first: their builds are the long ones, and the GPUs wait on them."""
     return sorted(range(len(pairs)), key=lambda index: not _needs_cuda(pairs[index][1]))
+
+
+def plan_builds(pairs: list[Pair], config: RunConfig) -> tuple[list[int], list[int]]:
+    """(the pairs that need a build phase, the pairs that do not), each in build order; a build's rank is
+    its place in the first list."""
+    ordered = build_order(pairs)
+    needed = {index for index in ordered if needs_build_phase(pairs[index][1], config)}
+    return [index for index in ordered if index in needed], [index for index in ordered if index not in needed]
 
 
 def _needs_cuda(solution_path: Path) -> bool:
@@ -196,15 +205,12 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
         if len(pairs) == 1:
             ready.put((0, None))  # one candidate: its evaluation builds it, no separate phase
         else:
-            to_build = []
-            for index in build_order(pairs):
-                if needs_build_phase(pairs[index][1], config):
-                    to_build.append(index)
-                else:
-                    with lock:
-                        on_built(Result(problem=pairs[index][0].stem, solution=str(pairs[index][1]),
-                                        status=Status.BUILT))
-                    ready.put((index, None))
+            to_build, ready_to_evaluate = plan_builds(pairs, config)
+            for index in ready_to_evaluate:
+                with lock:
+                    on_built(Result(problem=pairs[index][0].stem, solution=str(pairs[index][1]),
+                                    status=Status.BUILT))
+                ready.put((index, None))
             in_flight = executor.start_builds(jobs)
             try:
                 with ThreadPoolExecutor(max_workers=in_flight) as pool:
