@@ -68,7 +68,7 @@ def main() -> int:
     with ThreadPoolExecutor(max_workers=cores) as pool:  # cached builds first: the bench times evaluations
         list(pool.map(lambda pair: local.build(pair, config, local_devices[0], "", max(1, cores // len(pairs))),
                       pairs))
-    local_devices = local.slots(local_devices)  # waiting workers, as a sweep starts them
+    local_devices = local.evaluation_devices(local_devices)  # waiting workers, as a sweep starts them
     on_ray = RayExecutor(args.ray_address)
     ray_device = on_ray.device_for("cuda" if args.gpus else "cpu")
 

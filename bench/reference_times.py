@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from kbench import guards, stats, timing
+from kbench import policy, stats, timing
+from kbench.config import STRICT_FP32
 from kbench.problem import load_module
 
 
@@ -31,11 +32,11 @@ def time_problem(path: Path, device: torch.device, budget_s: float) -> dict:
     input_gb = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)) / 1e9
 
     def strict():
-        guards.set_strict_precision()
+        policy.apply_policy(STRICT_FP32)
         model(*inputs)
 
     def default():
-        guards.set_pytorch_default_precision()
+        policy.set_pytorch_default_precision()
         model(*inputs)
 
     rule = timing.StopRule(warmup=2, min_samples=10, max_samples=200, target_rse=0.005, budget_s=budget_s)
@@ -43,7 +44,7 @@ def time_problem(path: Path, device: torch.device, budget_s: float) -> dict:
         strict_samples, default_samples = timing.sample_interleaved([timing.Side(strict), timing.Side(default)],
                                                                     timing.CudaEventTimer(device), rule)
     strict_ms, default_ms = strict_samples.ms, default_samples.ms
-    guards.set_strict_precision()
+    policy.apply_policy(STRICT_FP32)
     return {"problem": path.stem, "input_gb": round(input_gb, 3),
             "strict_fp32_ms": round(stats.median(strict_ms), 4),
             "pytorch_default_ms": round(stats.median(default_ms), 4),

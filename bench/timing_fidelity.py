@@ -49,13 +49,13 @@ from pathlib import Path
 
 import torch
 
-from kbench import guards, params, stats, timing
+from kbench import params, policy, stats, timing
 from kbench.build import BuildRecord, install_build_hooks, versions_tag
-from kbench.config import RunConfig
+from kbench.config import STRICT_FP32, RunConfig
 from kbench.problem import load_module, overridden
 from kbench.runner import evaluate, resolve_device
 from kbench.solution import Solution
-from kbench.worker import one_line
+from kbench.job import one_line
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOADS_DIR = REPO / "bench" / "workloads"
@@ -162,7 +162,7 @@ def load_sides(job: dict) -> list[tuple[str, torch.nn.Module, list]]:
     device = torch.device(job["device"])
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    guards.set_strict_precision()
+    policy.apply_policy(STRICT_FP32)
     cache_dir = Path(job["cache_dir"])
     os.environ.setdefault("TRITON_CACHE_DIR", str(cache_dir / "triton" / versions_tag()))
     install_build_hooks(cache_dir / "extensions" / versions_tag(), BuildRecord())  # reuse kbench's builds

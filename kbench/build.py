@@ -61,7 +61,8 @@ class BuildRecord:
     seconds: float = 0.0                            # time spent inside load_inline / load
     folders: list[str] = field(default_factory=list)  # one build folder per extension
     reused: list[bool] = field(default_factory=list)  # per extension: artefacts already there, untouched
-    building: bool = False                          # True while a build call is in flight
+    building: str = ""                              # while a build call is in flight: "name (compiler)"
+    building_since: float | None = None             # when that build started (time.time())
     log_path: Path | None = None                    # the worker's log, where verbose builds write
     on_change: Callable[[], None] = lambda: None    # told when a build starts or ends (progress file)
 
@@ -128,7 +129,8 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
         bound.arguments["verbose"] = True
         before = _artefacts(folder)
         log_offset = record.log_size()
-        record.building = True
+        record.building = _describe(bound.arguments)
+        record.building_since = time.time()
         record.on_change()
         started = time.monotonic()
         try:
@@ -140,7 +142,7 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
                 (folder / FAILED_BUILD_LOG).write_text(log)
             raise BuildError(str(bound.arguments.get("name")), log) from error
         finally:
-            record.building = False
+            record.building, record.building_since = "", None
             record.seconds += time.monotonic() - started
             record.folders.append(str(folder))
             after = _artefacts(folder)
@@ -150,6 +152,13 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
     build.__wrapped__ = real
     build.__signature__ = signature
     return build
+
+
+def _describe(arguments: dict) -> str:
+    """'conv_ext (nvcc)': the extension's name and the compiler its sources need."""
+    cuda = bool(arguments.get("cuda_sources")) or any(str(path).endswith(".cu")
+                                                       for path in _as_list(arguments.get("sources")))
+    return f"{arguments.get('name', 'extension')} ({'nvcc' if cuda else 'c++'})"
 
 
 @contextmanager

@@ -84,7 +84,7 @@ def _compare_tensor(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol
             return _failed(_where(mismatched, got, expected, label, "differs"))
         return TrialOutcome(True, 0.0, 0.0, 0.0, None)
     tally = _Tally()
-    for got_chunk, expected_chunk, start in _chunks(got, expected):
+    for got_chunk, expected_chunk, start in chunks(got, expected):
         _compare_chunk(got_chunk, expected_chunk, atol, rtol, start, tally)
     reference_norm, difference_norm = math.sqrt(tally.reference_square_sum), math.sqrt(tally.difference_square_sum)
     norm_err = difference_norm / reference_norm if reference_norm > 0 else difference_norm
@@ -97,7 +97,7 @@ def _compare_tensor(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol
     return TrialOutcome(True, *errors, None)
 
 
-def _chunks(got: torch.Tensor, expected: torch.Tensor):
+def chunks(got: torch.Tensor, expected: torch.Tensor):
     """(got, expected, flat index of the first element) for each COMPARE_CHUNK_ELEMENTS-long run of the
     flattened tensors."""
     flat_got, flat_expected = got.detach().reshape(-1), expected.detach().reshape(-1)
@@ -178,7 +178,7 @@ def error_against(output, truth) -> float | None:
         if not got.is_floating_point():
             continue
         difference_square_sum = scale_square_sum = 0.0
-        for got_chunk, expected_chunk, _ in _chunks(got, expected):
+        for got_chunk, expected_chunk, _ in chunks(got, expected):
             expected64 = expected_chunk.to(torch.float64)
             difference_square_sum += float((got_chunk.to(torch.float64) - expected64).square().sum())
             scale_square_sum += float(expected64.square().sum())

@@ -1,11 +1,12 @@
 """Start workers by forking a process that has already imported torch and kbench.
 
-A spawned worker spends about 8 s of CPU importing torch and priming the dispatcher before it can
-evaluate or build (H200 host), against 1-5 s of work in most evaluations. During a sweep that CPU is
-taken from the builds, and with many GPUs the warm-ups alone would need many cores. A fork server pays
-it once per kbench process (runner.py keeps one for evaluation workers and one for builds). Each worker it forks is still a new process, in a session
-of its own, that has run no candidate code and creates its own CUDA context; it then does exactly what a
-spawned worker with the same arguments does (worker.main): wait for an evaluation, or run a build job.
+A spawned worker spends seconds of CPU importing torch and priming the dispatcher before it can
+evaluate or build, often more than the evaluation itself. During a sweep that CPU is taken from the
+builds, and with many GPUs the warm-ups alone would need many cores. A fork server pays it once per kbench
+process (pool.py keeps one for evaluation workers and one for builds). Each worker it forks is still a new
+process, in a session of its own, that has run no candidate code and creates its own CUDA context; it then
+does exactly what a spawned worker with the same arguments does (worker.main): wait for an evaluation, or
+run a build job.
 
 Fork safety: the server never initialises CUDA (a forked child could not use it) and never runs a
 parallel CPU op (the child would not have the server's OpenMP threads, and would hang in its first
@@ -138,7 +139,7 @@ class ForkedWorker:
             if self.pid in self.server.exit_codes:
                 self.returncode = self.server.exit_codes.pop(self.pid)
             elif not self.server.alive:
-                # Its server is gone, and a worker dies with its server (worker._die_with_parent).
+                # Its server is gone, and a worker dies with its server (worker.die_with_parent).
                 self.returncode = -signal.SIGKILL
         return self.returncode is not None
 
@@ -148,7 +149,7 @@ class ForkedWorker:
 def serve(connection: socket.socket, prime: bool) -> None:
     from kbench import guards, worker
 
-    worker._die_with_parent()
+    worker.die_with_parent()
     if prime:
         guards.prime_dispatch()  # imports what a worker's first dispatch mode would, before any fork
     wake_read, wake_write = os.pipe()

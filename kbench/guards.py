@@ -1,8 +1,5 @@
-"""Defences against candidates that fake correctness or speed.
-
-Flags are names. REJECTING flags turn a result into `rejected` (it never counts as correct or fast);
-NOTING flags are shown and become `incorrect` only under --strict. THROTTLED is about the
-measurement, not the candidate: shown, never a verdict.
+"""Defences against candidates that fake correctness or speed: each check returns what it found; the
+flags it raises are named in flags.py.
 """
 
 from __future__ import annotations
@@ -14,40 +11,7 @@ from typing import Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kbench.config import PYTORCH_DEFAULT
-
-# Rejecting flags.
-MUTATED_INPUTS = "mutated_inputs"        # a forward call changed its input tensors
-CHANGED_SETTINGS = "changed_settings"    # TF32 / cuDNN / matmul precision / default dtype changed
-STALE_OUTPUT = "stale_output"            # an output inside the timing loop was wrong: memoised or skipped work
-SIDE_STREAM = "side_stream"              # work ran outside the timed stream (another stream or thread)
-HARNESS_TAMPERING = "harness_tampering"  # the candidate replaced a timer, synchronisation or comparison function
-NON_PLAIN_OUTPUT = "non_plain_output"    # an output was a Tensor subclass (lazy or lying), not a plain tensor
-# Noting flags.
-SWEEP_FAILED = "sweep_failed"            # wrong at some random configuration of the problem
-CALLS_REFERENCE_OP = "calls_reference_op"  # ran an aten op that carries the reference's work
-LOW_PRECISION = "low_precision"          # error against float64 truth >= 10x the float32 reference's
-WEAK_CHECK = "weak_check"                # reference output nearly constant or nearly zero
-
-# A warning about the measurement.
-THROTTLED = "throttled"                  # the SM clock fell by more than 10% while timing: times are suspect
-
-REJECTING = (MUTATED_INPUTS, CHANGED_SETTINGS, STALE_OUTPUT, SIDE_STREAM, HARNESS_TAMPERING, NON_PLAIN_OUTPUT)
-NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK)
-
-
-def set_strict_precision() -> None:
-    """True float32 everywhere: no TF32 in cuDNN or cuBLAS, highest matmul precision."""
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-
-
-def set_pytorch_default_precision() -> None:
-    """PyTorch's out-of-the-box float32 settings: TF32 allowed in cuDNN convolutions, not in matmul."""
-    torch.backends.cudnn.allow_tf32 = True
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
+from kbench import flags, policy
 
 
 # A fall of the SM clock beyond this fraction while timing makes the times suspect.
@@ -62,50 +26,6 @@ def throttle_message(clocks) -> str | None:
         f", temperature {clocks.temperature_c_start:g} -> {clocks.temperature_c_end:g} C"
     return (f"SM clock fell {clocks.sm_drop:.0%} while timing ({clocks.sm_mhz_start:g} MHz at the start, "
             f"{clocks.sm_mhz_min:g} lowest{temperatures}): times may be slow")
-
-
-def apply_policy(policy: str) -> None:
-    """The settings of a precision policy (see config.POLICIES)."""
-    if policy == PYTORCH_DEFAULT:
-        set_pytorch_default_precision()
-    else:
-        set_strict_precision()
-
-
-def snapshot_settings() -> dict:
-    """Global numerical settings a candidate could flip to make the reference agree or run slower."""
-    matmul = torch.backends.cuda.matmul
-    return {
-        "cudnn.enabled": torch.backends.cudnn.enabled,
-        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
-        "cudnn.benchmark": torch.backends.cudnn.benchmark,
-        "cudnn.deterministic": torch.backends.cudnn.deterministic,
-        "matmul.allow_tf32": matmul.allow_tf32,
-        "matmul.allow_fp16_reduced_precision_reduction": matmul.allow_fp16_reduced_precision_reduction,
-        "matmul.allow_bf16_reduced_precision_reduction": matmul.allow_bf16_reduced_precision_reduction,
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "default_dtype": str(torch.get_default_dtype()),
-        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-    }
-
-
-def changed_settings(before: dict, after: dict) -> list[str]:
-    return [f"{name}: {before[name]} -> {after.get(name)}" for name in before if after.get(name) != before[name]]
-
-
-def restore_settings(snapshot: dict) -> None:
-    """Put the settings back so the reference keeps running under the checking policy."""
-    matmul = torch.backends.cuda.matmul
-    torch.backends.cudnn.enabled = snapshot["cudnn.enabled"]
-    torch.backends.cudnn.allow_tf32 = snapshot["cudnn.allow_tf32"]
-    torch.backends.cudnn.benchmark = snapshot["cudnn.benchmark"]
-    torch.backends.cudnn.deterministic = snapshot["cudnn.deterministic"]
-    matmul.allow_tf32 = snapshot["matmul.allow_tf32"]
-    matmul.allow_fp16_reduced_precision_reduction = snapshot["matmul.allow_fp16_reduced_precision_reduction"]
-    matmul.allow_bf16_reduced_precision_reduction = snapshot["matmul.allow_bf16_reduced_precision_reduction"]
-    torch.set_float32_matmul_precision(snapshot["float32_matmul_precision"])
-    torch.set_default_dtype(getattr(torch, snapshot["default_dtype"].removeprefix("torch.")))
-    torch.use_deterministic_algorithms(snapshot["deterministic_algorithms"])
 
 
 def inputs_mutated(pristine: list, used: list) -> bool:
@@ -135,7 +55,7 @@ WATCHED_FUNCTIONS = (
     "torch.Tensor.copy_", "torch.Tensor.fill_", "torch.Tensor.item", "torch.Tensor.__bool__", "torch.Tensor.__float__",
     "torch.nn.Module.__call__", "torch.nn.Module._call_impl",
     "kbench.check.compare", "kbench.check._compare_tensor", "kbench.timing.sample_interleaved",
-    "kbench.timing.CudaEventTimer.measure", "kbench.timing.HostTimer.measure", "kbench.guards.snapshot_settings",
+    "kbench.timing.CudaEventTimer.measure", "kbench.timing.HostTimer.measure", "kbench.policy.snapshot_settings",
     "kbench.guards.inputs_mutated", "kbench.timing.capture_graph", "torch.cuda.CUDAGraph.replay",
     "torch.cuda.graph.__enter__", "torch.cuda.clock_rate",
 )
@@ -166,6 +86,28 @@ class HarnessSnapshot:
 
     def changed(self) -> list[str]:
         return [name for name, original in self.objects.items() if _resolve(name) is not original]
+
+
+class Watch:
+    """What must stay as it was before the candidate was imported: the global numerical settings and the
+    functions the harness relies on. `findings(when)` names what changed (and puts the settings back)."""
+
+    def __init__(self, harness: bool = True):
+        self.settings = policy.snapshot_settings()
+        # A build's import is repeated by the evaluation, whose snapshot judges it; the snapshot primes the
+        # dispatcher first, which would cost each build worker seconds of CPU (forkserver.py).
+        self.harness = HarnessSnapshot() if harness else None
+
+    def findings(self, when: str) -> list[tuple[str, str]]:
+        found = []
+        changes = policy.changed_settings(self.settings, policy.snapshot_settings())
+        if changes:
+            found.append((flags.CHANGED_SETTINGS, f"global settings changed while {when}: {', '.join(changes)}"))
+            policy.restore_settings(self.settings)
+        tampered = self.harness.changed() if self.harness else []
+        if tampered:
+            found.append((flags.HARNESS_TAMPERING, f"replaced {', '.join(tampered)} while {when}"))
+        return found
 
 
 def prime_dispatch() -> None:

@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kbench.config import RunConfig
-from kbench.results import Result, Status
-from kbench.runner import evaluate, file_hash, stamped
+from kbench.job import one_line
+from kbench.results import Identity, Outcome, Result, Status
+from kbench.runner import evaluate, file_hash, identify, recorded
 from kbench.scheduler import BUILD_NICE, Pair
-from kbench.worker import one_line
 
 INSTALL_HINT = 'kbench sweep --executor ray needs Ray: pip install "kbench[ray]"'
 
@@ -30,11 +30,9 @@ class NodeJob:
 
     problem: Path              # absolute: a node's working directory is not the driver's
     solution: Path             # absolute
-    problem_hash: str          # file_hash on the driver: the node must read the same files
-    solution_hash: str
+    identity: Identity         # the row's, made on the driver: files as the user named them, their hashes
     config: RunConfig          # cache_dir absolute, the same folder on every node
     device: str                # "cpu", or "cuda:0": the GPU Ray gave the task
-    run_id: str
     build_only: bool = False
     build_threads: int | None = None
     build_nice: int = 0
@@ -73,7 +71,7 @@ class RayExecutor:
             raise ValueError("--device cuda: the Ray cluster has no GPU")
         return "cuda:0"
 
-    def slots(self, devices: list[str]) -> list[str]:
+    def evaluation_devices(self, devices: list[str]) -> list[str]:
         """One slot per GPU of the cluster; for CPU evaluations, one per CPU (each task reserves one)."""
         count = self._gpus() if devices[0].startswith("cuda") else self.cores()
         return [devices[0]] * max(1, count)
@@ -103,21 +101,19 @@ class RayExecutor:
              build_threads: int | None = None, build_nice: int = 0) -> Result:
         """Run the task and wait for its Result; a task Ray could not finish is an infra_error row."""
         problem, solution = pair
-        job = NodeJob(problem=problem.resolve(), solution=solution.resolve(), problem_hash=file_hash(problem),
-                      solution_hash=file_hash(solution), config=replace(config, cache_dir=config.cache_dir.resolve()),
-                      device=device, run_id=run_id, build_only=build_only, build_threads=build_threads,
-                      build_nice=build_nice)
+        job = NodeJob(problem=problem.resolve(), solution=solution.resolve(),
+                      identity=identify(problem, solution, config, device, run_id),
+                      config=replace(config, cache_dir=config.cache_dir.resolve()), device=device,
+                      build_only=build_only, build_threads=build_threads, build_nice=build_nice)
         started = time.monotonic()
         try:
-            result = self._ray.get(task.remote(job))
+            return self._ray.get(task.remote(job))
         except self._ray.exceptions.RayTaskError as error:
             # kbench itself raised on the node (not installed there, a full disk): not the candidate's doing.
-            result = stamped(infra_error(job, f"kbench failed on a Ray node: {one_line(error.cause)}"), started)
+            return infra_error(job, f"kbench failed on a Ray node: {one_line(error.cause)}", started)
         except self._ray.exceptions.RayError as error:
             # WorkerCrashedError, NodeDiedError, ...: Ray lost the task, and its retry too.
-            result = stamped(infra_error(job, f"Ray lost the task and its retry: {one_line(error)}"), started)
-        # Files named as the user gave them, as in a local run (reports and --resume read these).
-        return replace(result, problem_path=str(problem), solution=str(solution))
+            return infra_error(job, f"Ray lost the task and its retry: {one_line(error)}", started)
 
     def _gpus(self) -> int:
         return int(self._ray.cluster_resources().get("GPU", 0))
@@ -134,19 +130,19 @@ def run_on_node(job: NodeJob) -> Result:
     node = ray.util.get_node_ip_address()
     differences = _differences_from_driver(job)
     if differences:
-        return stamped(infra_error(job, f"on node {node}, {'; '.join(differences)}: every node must see the "
-                                        "driver's files at the same paths"), started)
-    result = evaluate(job.problem, job.solution, job.config, device=job.device, run_id=job.run_id,
-                      build_only=job.build_only, build_threads=job.build_threads, build_nice=job.build_nice)
+        return infra_error(job, f"on node {node}, {'; '.join(differences)}: every node must see the "
+                                "driver's files at the same paths", started)
     # Ray numbers a task's GPUs from 0 (CUDA_VISIBLE_DEVICES); record the node's GPU and the node.
     gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU") or []
-    return replace(result, device=f"{f'cuda:{gpus[0]}' if gpus else job.device}@{node}")
+    identity = replace(job.identity, device=f"{f'cuda:{gpus[0]}' if gpus else job.device}@{node}")
+    return evaluate(job.problem, job.solution, job.config, device=job.device, build_only=job.build_only,
+                    build_threads=job.build_threads, build_nice=job.build_nice, identity=identity)
 
 
 def _differences_from_driver(job: NodeJob) -> list[str]:
     """How the problem and solution files this node reads differ from those the driver hashed."""
     differences = []
-    for path, drivers_hash in ((job.problem, job.problem_hash), (job.solution, job.solution_hash)):
+    for path, drivers_hash in ((job.problem, job.identity.problem_hash), (job.solution, job.identity.solution_hash)):
         nodes_hash = file_hash(path)
         if not nodes_hash:
             differences.append(f"{path} is missing")
@@ -155,9 +151,6 @@ def _differences_from_driver(job: NodeJob) -> list[str]:
     return differences
 
 
-def infra_error(job: NodeJob, message: str) -> Result:
+def infra_error(job: NodeJob, message: str, started: float) -> Result:
     """A row that blames the infrastructure, never the candidate."""
-    return Result(problem=job.problem.stem, solution=str(job.solution), status=Status.INFRA_ERROR, message=message,
-                  solution_hash=job.solution_hash, problem_path=str(job.problem), problem_hash=job.problem_hash,
-                  settings=job.config.fingerprint(job.device), policy=job.config.policy, device=job.device,
-                  run_id=job.run_id)
+    return recorded(job.identity, Outcome(status=Status.INFRA_ERROR, message=message), started)

@@ -27,11 +27,10 @@ class Status:
     INFRA_ERROR = "infra_error"          # the infrastructure failed (node or worker lost): not the candidate's fault
     BUILT = "built"                      # build-only runs: imported and built, not yet judged
 
-    # What a finished evaluation says; --resume counts a pair recorded with one of these as done.
+    # What a finished evaluation says; --resume counts a pair recorded with one of these as done (an
+    # infra_error said nothing about the candidate, so it is not final).
     FINAL = (CORRECT, INCORRECT, LOAD_ERROR, COMPILE_ERROR, RUNTIME_ERROR, CRASHED, TIMEOUT,
              SKIPPED, REJECTED, REFERENCE_ERROR)
-    # Every status a result row may hold: an infra_error said nothing about the candidate, so it is not final.
-    ALL = FINAL + (INFRA_ERROR,)
 
 
 @dataclass(frozen=True)
@@ -42,6 +41,10 @@ class CheckResult:
     max_rel_err: float | None = None    # largest |out - ref| / |ref| where |ref| >= atol
     norm_err: float | None = None       # largest ||out - ref|| / ||ref|| over trials
     first_mismatch: str | None = None   # where the first failing trial went wrong, readable
+    truth_trials: int = 0               # trials that failed against the float32 reference and that the float64
+                                        # truth passed (the reference evaluated in float64 decided)
+    truth_candidate_err: float | None = None  # in those trials: largest |candidate - float64 truth|
+    truth_reference_err: float | None = None  # and largest |float32 reference - float64 truth|
 
     @property
     def passed(self) -> bool:
@@ -98,36 +101,92 @@ class ClockRecord:
 
 
 @dataclass(frozen=True)
-class Result:
+class Identity:
+    """What was judged, under which settings: set once, by the parent, before the worker starts."""
+
     problem: str                           # problem name (file stem)
     solution: str                          # solution path as given
-    status: str                            # one of Status.ALL
-    message: str = ""                      # one line: why, for anything but correct
     solution_hash: str = ""                # sha256 of the solution file, first 16 hex digits
     problem_path: str = ""
     problem_hash: str = ""                 # sha256 of the problem file, first 16 hex digits
     settings: str = ""                     # RunConfig.fingerprint(): runs with equal settings compare
+    policy: str = ""                       # precision policy of check and timing
+    device: str = ""                       # "cpu" or "cuda:0" (a Ray row adds "@node")
+    log_path: str = ""                     # full output of the worker, build log included
+    run_id: str = ""                       # groups the rows of one kbench invocation
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the evaluation found: filled by the worker (or, for a worker that died, by the parent)."""
+
+    status: str                            # one of Status
+    message: str = ""                      # one line: why, for anything but correct
     check: CheckResult | None = None       # None when the candidate never ran
     reference_timing: Timing | None = None
     candidate_timing: Timing | None = None
     baselines: tuple[tuple[str, Timing], ...] = ()  # other reference timings: ("default", ...), ("compile", ...)
     sweep: SweepResult | None = None       # random parameter sweep (None: not run)
     clocks: ClockRecord | None = None      # GPU clock and temperature while timing (None: not timed on a GPU)
-    flags: tuple[str, ...] = ()            # guards that fired (see guards.py)
+    flags: tuple[str, ...] = ()            # guards that fired (see flags.py)
     build_s: float | None = None           # seconds spent in extension builds (None: no extension)
     build_reused: bool | None = None       # True when every extension came from the build cache
-    log_path: str = ""                     # full output of the worker, build log included
-    device: str = ""                       # "cpu" or "cuda:0"
     device_name: str = ""                  # e.g. "NVIDIA H200"
     torch_version: str = ""
     cuda_version: str = ""
-    policy: str = ""                       # precision policy of check and timing
     sizes: str = ""                        # global overrides used, e.g. "length=512", empty = official
-    wall_s: float | None = None            # wall time of the whole evaluation
     cpu_s: float | None = None             # CPU time of the worker and the compilers it ran (None: it died)
     phase_s: str = ""                      # seconds per worker phase: "loading solution 0.41; checking 1.20; ..."
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Outcome":
+        return cls(**_decoded(cls, data))
+
+
+@dataclass(frozen=True)
+class Result:
+    """One row of the results: an Identity, an Outcome, and when it was recorded."""
+
+    problem: str
+    solution: str
+    status: str
+    message: str = ""
+    solution_hash: str = ""
+    problem_path: str = ""
+    problem_hash: str = ""
+    settings: str = ""
+    check: CheckResult | None = None
+    reference_timing: Timing | None = None
+    candidate_timing: Timing | None = None
+    baselines: tuple[tuple[str, Timing], ...] = ()
+    sweep: SweepResult | None = None
+    clocks: ClockRecord | None = None
+    flags: tuple[str, ...] = ()
+    build_s: float | None = None
+    build_reused: bool | None = None
+    log_path: str = ""
+    device: str = ""
+    device_name: str = ""
+    torch_version: str = ""
+    cuda_version: str = ""
+    policy: str = ""
+    sizes: str = ""
+    wall_s: float | None = None            # wall time of the whole evaluation, as the parent saw it
+    cpu_s: float | None = None
+    phase_s: str = ""
     time: str = ""                         # when the result was recorded (ISO 8601, UTC)
-    run_id: str = ""                       # groups the rows of one kbench invocation
+    run_id: str = ""
+
+    @classmethod
+    def of(cls, identity: Identity, outcome: Outcome, *, time: str = "", wall_s: float | None = None) -> "Result":
+        return cls(**_shallow(identity), **_shallow(outcome), time=time, wall_s=wall_s)
+
+    @property
+    def identity(self) -> Identity:
+        return Identity(**{f.name: getattr(self, f.name) for f in fields(Identity)})
 
     @property
     def speedup(self) -> float | None:
@@ -154,87 +213,69 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Result":
-        data = dict(data)
-        if data.get("check") is not None:
-            data["check"] = CheckResult(**data["check"])
-        if data.get("sweep") is not None:
-            data["sweep"] = SweepResult(**data["sweep"])
-        if data.get("clocks") is not None:
-            data["clocks"] = ClockRecord(**data["clocks"])
-        for key in ("reference_timing", "candidate_timing"):
-            if data.get(key) is not None:
-                data[key] = Timing(samples_ms=tuple(data[key]["samples_ms"]), timer=data[key]["timer"])
-        data["baselines"] = tuple((name, Timing(samples_ms=tuple(timing["samples_ms"]), timer=timing["timer"]))
-                                  for name, timing in data.get("baselines") or ())
-        data["flags"] = tuple(data.get("flags") or ())
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**_decoded(cls, data))
 
     def to_row(self) -> dict:
         """Flat CSV row: empty cells (not sentinel numbers) where a value does not exist."""
-        check = self.check
-        ref = self.reference_timing
-        cand = self.candidate_timing
+        return {"time": self.time, "run_id": self.run_id, "problem": self.problem, "solution": self.solution,
+                "solution_hash": self.solution_hash, "problem_hash": self.problem_hash, "settings": self.settings,
+                "status": self.status, "flags": ";".join(self.flags), **self._check_columns(),
+                **self._timing_columns(), **self._sweep_columns(), "timer": self.candidate_timing.timer
+                if self.candidate_timing else None, "policy": self.policy,
+                **asdict(self.clocks or ClockRecord()), "sizes": self.sizes, "build_s": self.build_s,
+                "build_reused": self.build_reused, "wall_s": self.wall_s, "cpu_s": self.cpu_s,
+                "phase_s": self.phase_s, "device": self.device, "device_name": self.device_name,
+                "torch_version": self.torch_version, "cuda_version": self.cuda_version, "message": self.message,
+                "log_path": self.log_path, "problem_path": self.problem_path,
+                "ref_samples_ms": list(self.reference_timing.samples_ms) if self.reference_timing else None,
+                "cand_samples_ms": list(self.candidate_timing.samples_ms) if self.candidate_timing else None}
+
+    def _check_columns(self) -> dict:
+        names = ("trials_passed", "trials_total", "max_abs_err", "max_rel_err", "norm_err", "first_mismatch",
+                 "truth_trials", "truth_candidate_err", "truth_reference_err")
+        return {name: getattr(self.check, name) if self.check else None for name in names}
+
+    def _timing_columns(self) -> dict:
+        columns = {}
+        for prefix, timing in (("ref", self.reference_timing), ("cand", self.candidate_timing)):
+            columns.update({f"{prefix}_median_ms": timing.median_ms if timing else None,
+                            f"{prefix}_iqr_ms": timing.iqr_ms if timing else None,
+                            f"{prefix}_samples": timing.count if timing else None})
+        columns["speedup"] = self.speedup
+        for name in ("default", "compile"):
+            columns.update({f"{name}_median_ms": self.baseline_median_ms(name),
+                            f"speedup_{name}": self.baseline_speedup(name)})
+        return columns
+
+    def _sweep_columns(self) -> dict:
         sweep = self.sweep
-        clocks = self.clocks or ClockRecord()
-        return {
-            "time": self.time,
-            "run_id": self.run_id,
-            "problem": self.problem,
-            "solution": self.solution,
-            "solution_hash": self.solution_hash,
-            "problem_hash": self.problem_hash,
-            "settings": self.settings,
-            "status": self.status,
-            "flags": ";".join(self.flags),
-            "trials_passed": check.trials_passed if check else None,
-            "trials_total": check.trials_total if check else None,
-            "max_abs_err": check.max_abs_err if check else None,
-            "max_rel_err": check.max_rel_err if check else None,
-            "norm_err": check.norm_err if check else None,
-            "first_mismatch": check.first_mismatch if check else None,
-            "ref_median_ms": ref.median_ms if ref else None,
-            "ref_iqr_ms": ref.iqr_ms if ref else None,
-            "ref_samples": ref.count if ref else None,
-            "cand_median_ms": cand.median_ms if cand else None,
-            "cand_iqr_ms": cand.iqr_ms if cand else None,
-            "cand_samples": cand.count if cand else None,
-            "speedup": self.speedup,
-            "default_median_ms": self.baseline_median_ms("default"),
-            "speedup_default": self.baseline_speedup("default"),
-            "compile_median_ms": self.baseline_median_ms("compile"),
-            "speedup_compile": self.baseline_speedup("compile"),
-            "sweep_passed": sweep.passed if sweep else None,
-            "sweep_run": sweep.run if sweep else None,
-            "sweep_skipped": sweep.skipped if sweep else None,
-            "sweep_failure": sweep.first_failure if sweep else None,
-            "timer": cand.timer if cand else None,
-            "policy": self.policy,
-            "sm_mhz_start": clocks.sm_mhz_start,
-            "sm_mhz_end": clocks.sm_mhz_end,
-            "sm_mhz_min": clocks.sm_mhz_min,
-            "sm_drop": clocks.sm_drop,
-            "temperature_c_start": clocks.temperature_c_start,
-            "temperature_c_end": clocks.temperature_c_end,
-            "sizes": self.sizes,
-            "build_s": self.build_s,
-            "build_reused": self.build_reused,
-            "wall_s": self.wall_s,
-            "cpu_s": self.cpu_s,
-            "phase_s": self.phase_s,
-            "device": self.device,
-            "device_name": self.device_name,
-            "torch_version": self.torch_version,
-            "cuda_version": self.cuda_version,
-            "message": self.message,
-            "log_path": self.log_path,
-            "problem_path": self.problem_path,
-            "ref_samples_ms": list(ref.samples_ms) if ref else None,
-            "cand_samples_ms": list(cand.samples_ms) if cand else None,
-        }
+        return {"sweep_passed": sweep.passed if sweep else None, "sweep_run": sweep.run if sweep else None,
+                "sweep_skipped": sweep.skipped if sweep else None,
+                "sweep_failure": sweep.first_failure if sweep else None}
 
 
-CSV_COLUMNS = list(Result(problem="", solution="", status="").to_row())
+def _shallow(record) -> dict:
+    """A dataclass's fields as a dict, nested records left as they are (asdict would copy them into dicts)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def _timing(data: dict) -> Timing:
+    return Timing(samples_ms=tuple(data["samples_ms"]), timer=data["timer"])
+
+
+def _decoded(cls, data: dict) -> dict:
+    """Keyword arguments of `cls` (Outcome or Result) from its JSON form: nested records rebuilt, unknown keys
+    dropped (rows written by other versions)."""
+    data = {name: value for name, value in data.items() if name in {f.name for f in fields(cls)}}
+    for key, record in (("check", CheckResult), ("sweep", SweepResult), ("clocks", ClockRecord)):
+        if data.get(key) is not None:
+            data[key] = record(**data[key])
+    for key in ("reference_timing", "candidate_timing"):
+        if data.get(key) is not None:
+            data[key] = _timing(data[key])
+    data["baselines"] = tuple((name, _timing(timing)) for name, timing in data.get("baselines") or ())
+    data["flags"] = tuple(data.get("flags") or ())
+    return data
 
 
 def append_row(path: Path, row: dict) -> None:

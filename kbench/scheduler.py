@@ -18,7 +18,8 @@ from typing import Callable, Protocol
 from kbench.build import versions_tag
 from kbench.config import RunConfig
 from kbench.results import Result, Status
-from kbench.runner import evaluate, kill_all_workers, prestart_waiting_workers
+from kbench.pool import worker_pool
+from kbench.runner import evaluate
 from kbench.slots import Compile, SlotServer
 from kbench.solution import Solution
 
@@ -29,10 +30,10 @@ class Executor(Protocol):
     def cores(self) -> int:
         """CPUs the builds share."""
 
-    def slots(self, devices: list[str]) -> list[str]:
-        """Get ready to evaluate on `devices`; returns the device of each evaluation slot.
+    def evaluation_devices(self, devices: list[str]) -> list[str]:
+        """Get ready to evaluate on `devices`; returns the device of each evaluation thread.
 
-        Each slot runs one evaluation at a time: one per GPU here, one per GPU of the cluster on Ray.
+        Each thread runs one evaluation at a time: one per GPU here, one per GPU of the cluster on Ray.
         """
 
     def start_builds(self, jobs: int) -> int:
@@ -75,9 +76,9 @@ class LocalExecutor:
     def cores(self) -> int:
         return os.cpu_count() or 1
 
-    def slots(self, devices: list[str]) -> list[str]:
+    def evaluation_devices(self, devices: list[str]) -> list[str]:
         for device in devices:  # they warm up while the builds run; the builds need not wait for them
-            threading.Thread(target=prestart_waiting_workers, args=(device,), daemon=True).start()
+            threading.Thread(target=worker_pool().prestart, args=(device,), daemon=True).start()
         return devices
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
@@ -155,75 +156,104 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
     that is: LocalExecutor queues every compiler for one of `jobs` slots, slots.py), CUDA builds first,
     each with its share of the cores but at least CUDA_BUILD_THREADS compilers for a CUDA build (its host
     and device sources compile at once: a build's wall time is what delays its evaluation), at a lower
-    CPU priority than evaluations. As soon as a build succeeds
-    its evaluation is queued for the next free slot (see Executor.slots: one evaluation per device at
-    a time), so GPUs start while later candidates still compile. A failed build is the candidate's
-    verdict. `on_result` sees each result once, under a lock, as it exists.
+    CPU priority than evaluations. As soon as a build succeeds its evaluation is queued for the next free
+    device (see Executor.evaluation_devices: one evaluation per device at a time), so GPUs start while later
+    candidates still compile. A failed build is the candidate's verdict. `on_result` sees each result once,
+    under a lock, as it exists.
+
+    Ctrl-C (KeyboardInterrupt) kills every worker at once and re-raises; what the killed workers would have
+    said is not a verdict, so no result reaches `on_result` after it.
     """
-    executor = executor or LocalExecutor()
-    cores = executor.cores()
-    jobs = max(1, jobs or cores)
-    needs_cuda = [_needs_cuda(solution) for _, solution in pairs]
+    return _PairRun(pairs, config, devices, run_id, jobs, executor or LocalExecutor(), on_result, on_built).run()
 
-    def threads_for(index: int) -> int:
-        share = max(1, cores // jobs)
-        return max(share, CUDA_BUILD_THREADS) if needs_cuda[index] else share
 
-    results: list[Result | None] = [None] * len(pairs)
-    lock = threading.Lock()
-    ready: queue.Queue = queue.Queue()
+class _PairRun:
+    """One run_pairs call: a build phase feeding a queue that one thread per evaluation device drains."""
 
-    def record(index: int, result: Result) -> None:
-        with lock:
-            results[index] = result
-            on_result(result)
+    def __init__(self, pairs, config, devices, run_id, jobs, executor, on_result, on_built):
+        self.pairs, self.config, self.devices, self.run_id = pairs, config, devices, run_id
+        self.executor, self.on_result, self.on_built = executor, on_result, on_built
+        self.cores = executor.cores()
+        self.jobs = max(1, jobs or self.cores)
+        self.needs_cuda = [_needs_cuda(solution) for _, solution in pairs]
+        self.results: list[Result | None] = [None] * len(pairs)
+        self.lock = threading.Lock()
+        self.ready: queue.Queue = queue.Queue()
+        self.interrupted = False
 
-    def device_worker(device: str) -> None:
-        while (item := ready.get()) is not None:
+    def run(self) -> list[Result]:
+        threads = [threading.Thread(target=self.evaluate_on, args=(device,), daemon=True)
+                   for device in self.executor.evaluation_devices(self.devices)]
+        for thread in threads:
+            thread.start()
+        try:
+            if len(self.pairs) == 1:
+                self.ready.put((0, None))  # one candidate: its evaluation builds it, no separate phase
+            else:
+                self.build_phase()
+            for _ in threads:
+                self.ready.put(None)
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(timeout=0.2)  # short joins keep Ctrl-C responsive
+        except KeyboardInterrupt:
+            self.interrupt()
+            raise
+        return [result for result in self.results if result is not None]
+
+    def interrupt(self) -> None:
+        with self.lock:
+            self.interrupted = True  # before the kills: a killed worker's row is not a verdict
+        worker_pool().kill_all()
+
+    def record(self, index: int, result: Result) -> None:
+        with self.lock:
+            if not self.interrupted:
+                self.results[index] = result
+                self.on_result(result)
+
+    def build_phase(self) -> None:
+        to_build, ready_to_evaluate = plan_builds(self.pairs, self.config)
+        for index in ready_to_evaluate:
+            with self.lock:
+                self.on_built(Result(problem=self.pairs[index][0].stem, solution=str(self.pairs[index][1]),
+                                     status=Status.BUILT))
+            self.ready.put((index, None))
+        builders = ThreadPoolExecutor(max_workers=self.executor.start_builds(self.jobs))
+        try:
+            for future in [builders.submit(self.build, index, rank) for rank, index in enumerate(to_build)]:
+                future.result()
+        except KeyboardInterrupt:
+            self.interrupt()  # the builds' workers die now; their threads then end at once
+            raise
+        finally:
+            builders.shutdown(wait=not self.interrupted, cancel_futures=True)
+            self.executor.end_builds()
+
+    def build(self, index: int, rank: int) -> None:
+        built = self.executor.build(self.pairs[index], self.config, self.devices[0], self.run_id,
+                                    self.threads_for(index), rank)
+        with self.lock:
+            if self.interrupted:
+                return
+            self.on_built(built)
+        if built.status == Status.BUILT:
+            _record_built(self.pairs[index][1], self.config)
+            self.ready.put((index, built))
+        else:
+            self.record(index, built)
+
+    def threads_for(self, index: int) -> int:
+        share = max(1, self.cores // self.jobs)
+        return max(share, CUDA_BUILD_THREADS) if self.needs_cuda[index] else share
+
+    def evaluate_on(self, device: str) -> None:
+        while (item := self.ready.get()) is not None:
             index, built = item
-            result = executor.evaluate(pairs[index], config, device, run_id)
+            if self.interrupted:
+                continue
+            result = self.executor.evaluate(self.pairs[index], self.config, device, self.run_id)
             if built is not None and built.build_s is not None:
                 # Report the build as the build phase saw it, not the cache hit that followed.
                 result = replace(result, build_s=built.build_s, build_reused=built.build_reused)
-            record(index, result)
-
-    def build(index: int, rank: int) -> None:
-        built = executor.build(pairs[index], config, devices[0], run_id, threads_for(index), rank)
-        with lock:
-            on_built(built)
-        if built.status == Status.BUILT:
-            _record_built(pairs[index][1], config)
-            ready.put((index, built))
-        else:
-            record(index, built)
-
-    workers = [threading.Thread(target=device_worker, args=(device,), daemon=True)
-               for device in executor.slots(devices)]
-    for worker in workers:
-        worker.start()
-    try:
-        if len(pairs) == 1:
-            ready.put((0, None))  # one candidate: its evaluation builds it, no separate phase
-        else:
-            to_build, ready_to_evaluate = plan_builds(pairs, config)
-            for index in ready_to_evaluate:
-                with lock:
-                    on_built(Result(problem=pairs[index][0].stem, solution=str(pairs[index][1]),
-                                    status=Status.BUILT))
-                ready.put((index, None))
-            in_flight = executor.start_builds(jobs)
-            try:
-                with ThreadPoolExecutor(max_workers=in_flight) as pool:
-                    for future in [pool.submit(build, index, rank) for rank, index in enumerate(to_build)]:
-                        future.result()
-            finally:
-                executor.end_builds()
-        for _ in workers:
-            ready.put(None)
-        for worker in workers:
-            while worker.is_alive():
-                worker.join(timeout=0.2)  # short joins keep Ctrl-C responsive
-    except KeyboardInterrupt:
-        kill_all_workers()
-        raise
-    return [result for result in results if result is not None]
+            self.record(index, result)

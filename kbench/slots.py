@@ -1,13 +1,12 @@
 """Compile slots: one per core, shared by every build of a sweep, handed out in an order that finishes the
 sweep early.
 
-A CUDA extension's build is two compiler processes: its host file (20-40 s on torch's headers, H200
-host) and its device file (50-75 s). Builds that each run both at once, in build order, end with a
-tail: the device files of the last builds start late, and the cores idle while they finish. So the
+A CUDA extension's build is two compiler processes: its host file (torch's headers) and its device
+file, which takes longer (docs/benchmarks.md has measured times). Builds that each run both at once, in
+build order, end with a tail: the device files of the last builds start late, and the cores idle while they finish. So the
 sweep's builds queue every compiler for a slot, and a device compile is served as if its build came
 `lookahead` places earlier: long compiles start ahead and the short ones fill in behind them, while the
-first builds still end first and give the GPUs work early. (A simulation of 23-400 builds on 16
-cores put this order's wall time 5-10% above the CPU floor where plain build order is 6-29% above.)
+first builds still end first and give the GPUs work early (bench/slot_order_sim.py compares the orders).
 
 How: every worker points torch at wrapper scripts for the host compiler (CXX) and nvcc (PYTORCH_NVCC),
 torch's own hooks for compiler wrappers such as ccache (install_compiler_wrappers). In a sweep's build

@@ -64,10 +64,10 @@ _judged: dict = {}
 
 
 def judged(config: RunConfig, solution: Path, problem: Path):
-    """Evaluate a fixture once per session (builds are slow here) and reuse the result."""
+    """Evaluate a fixture once per session and configuration (builds are slow here) and reuse the result."""
     from kbench.runner import evaluate
 
-    key = (solution, problem)
+    key = (solution, problem, config)
     if key not in _judged:
         _judged[key] = evaluate(problem, solution, config)
     return _judged[key]

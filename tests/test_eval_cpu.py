@@ -106,8 +106,21 @@ def test_extensions_with_the_same_name_get_separate_folders(cpu_config, tmp_path
     assert len(folders) == 2
 
 
-def test_hang_becomes_timeout_and_the_worker_is_killed(cpu_config):
-    solution = SOLUTIONS / "axpy/infinite_loop.py"
+def test_hang_becomes_timeout_and_the_worker_is_killed(cpu_config, tmp_path):
+    # The hanging forward first starts a process of its own, in a process group of its own but in the
+    # worker's session: killing the worker's pid, or its group, would leave it running.
+    marker = f"kbench_hang_helper_{int(time.time() * 1000)}"
+    pid_file = tmp_path / "worker.pid"
+    solution = tmp_path / "hangs_with_a_helper.py"
+    solution.write_text((SOLUTIONS / "axpy/infinite_loop.py").read_text() + f"""
+import os, subprocess, sys
+_hanging_forward = ModelNew.forward
+def _forward(self, *args):
+    open({str(pid_file)!r}, "w").write(str(os.getpid()))
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)", {marker!r}], process_group=0)
+    return _hanging_forward(self, *args)
+ModelNew.forward = _forward
+""")
     built = evaluate(AXPY, solution, cpu_config, build_only=True)
     assert built.status == Status.BUILT, built.message
     started = time.monotonic()
@@ -115,6 +128,10 @@ def test_hang_becomes_timeout_and_the_worker_is_killed(cpu_config):
     assert result.status == Status.TIMEOUT
     assert "no result after 15 s while checking" in result.message
     assert time.monotonic() - started < 40
+    assert not Path(f"/proc/{pid_file.read_text()}/cmdline").exists() or \
+        Path(f"/proc/{pid_file.read_text()}/stat").read_text().split(") ")[1].startswith("Z")
+    processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert marker not in processes
 
 
 def test_build_past_its_timeout_is_timeout_and_compilers_are_killed(cpu_config, tmp_path):
@@ -124,7 +141,7 @@ def test_build_past_its_timeout_is_timeout_and_compilers_are_killed(cpu_config, 
     solution.write_text(source)
     result = evaluate(AXPY, solution, replace(cpu_config, timeout_s=6))
     assert result.status == Status.TIMEOUT
-    assert "while building an extension" in result.message
+    assert "while building kbench_slow_build_" in result.message and "(c++)" in result.message
     time.sleep(0.5)
     processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert marker not in processes
@@ -166,26 +183,28 @@ def test_waiting_workers_are_replaced_after_use_or_death_and_stopped(cpu_config)
     import os
     import signal
 
-    from kbench import runner
+    from kbench.pool import worker_pool
 
+    pool = worker_pool()
     assert evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
-    waiting = list(runner._spares[runner._spare_key("cpu")])
-    assert len(waiting) == runner.WAITING_WORKERS_PER_DEVICE and all(p.poll() is None for p in waiting)
+    waiting = pool.waiting("cpu")
+    assert len(waiting) == pool.WAITING_PER_DEVICE and all(p.poll() is None for p in waiting)
     for process in waiting:  # a waiting worker that dies must not cost the next evaluation its verdict
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
     assert evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
-    fresh = list(runner._spares[runner._spare_key("cpu")])
+    fresh = pool.waiting("cpu")
     assert fresh and not set(p.pid for p in fresh) & set(p.pid for p in waiting)
-    runner.stop_waiting_workers()
-    assert runner._spares == {} and all(p.poll() is not None for p in fresh)
+    pool.stop_waiting()
+    assert pool.waiting("cpu") == [] and all(p.poll() is not None for p in fresh)
 
 
 def test_waiting_workers_serve_only_the_gpus_visible_when_they_started(cpu_config, monkeypatch, tmp_path):
     # A Ray worker runs each task under the CUDA_VISIBLE_DEVICES Ray chose for it; a waiting worker started
     # under another value would evaluate on another task's GPU.
-    from kbench import runner
+    from kbench.pool import worker_pool
 
+    pool = worker_pool()
     seen = tmp_path / "seen.txt"
     solution = tmp_path / "records_visible_gpus.py"
     solution.write_text((SOLUTIONS / "axpy/correct_plain.py").read_text().replace(
@@ -193,13 +212,13 @@ def test_waiting_workers_serve_only_the_gpus_visible_when_they_started(cpu_confi
         "        self.alpha = alpha\n        import os\n"
         f"        open({str(seen)!r}, 'a').write(os.environ.get('CUDA_VISIBLE_DEVICES', '') + ';')"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    runner.prestart_waiting_workers("cpu")
-    for_gpu_1 = list(runner._spares[("cpu", "1")])
+    pool.prestart("cpu")
+    for_gpu_1 = pool.waiting("cpu", visible_devices="1")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     assert evaluate(AXPY, solution, cpu_config).status == Status.CORRECT
-    assert runner._spares[("cpu", "1")] == for_gpu_1 and all(p.poll() is None for p in for_gpu_1)
+    assert pool.waiting("cpu", visible_devices="1") == for_gpu_1 and all(p.poll() is None for p in for_gpu_1)
     assert set(filter(None, seen.read_text().split(";"))) == {"0"}
-    runner.stop_waiting_workers()
+    pool.stop_waiting()
 
 
 def test_baselines_pytorch_defaults_and_compile_are_timed_in_the_same_rounds(cpu_config):

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from kbench import runner
-from kbench.forkserver import ForkedWorker, server_key
+from kbench.forkserver import ForkedWorker
+from kbench.pool import kill_session, worker_pool
 from kbench.results import Status
 from kbench.runner import evaluate
 
@@ -45,13 +45,13 @@ def test_forked_workers_run_parallel_cpu_ops(cpu_config, tmp_path):
     solution.write_text(MATMUL_SOLUTION)
     result = evaluate(problem, solution, replace(cpu_config, timeout_s=60))
     assert result.status == Status.CORRECT, result.message
-    assert all(isinstance(process, ForkedWorker) for process in runner._spares[runner._spare_key("cpu")])
+    assert all(isinstance(process, ForkedWorker) for process in worker_pool().waiting("cpu"))
 
 
 def test_a_killed_fork_server_costs_no_verdict(cpu_config):
     assert evaluate(PROBLEMS / "axpy.py", SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
-    waiting = list(runner._spares[runner._spare_key("cpu")])
-    servers = list(runner._fork_servers.values())
+    waiting = worker_pool().waiting("cpu")
+    servers = [worker_pool().fork_server(waiting=True)]
     for server in servers:
         server.process.send_signal(signal.SIGKILL)
     deadline = time.monotonic() + 30
@@ -61,18 +61,18 @@ def test_a_killed_fork_server_costs_no_verdict(cpu_config):
     assert all(process.poll() is not None for process in waiting)
     result = evaluate(PROBLEMS / "axpy.py", SOLUTIONS / "axpy/correct_plain.py", cpu_config)
     assert result.status == Status.CORRECT, result.message
-    current = runner._fork_servers[server_key(runner._environment({})), True]  # kbench started a new one
+    current = worker_pool().fork_server(waiting=True)  # kbench started a new one
     assert current.alive and current not in servers
 
 
 def test_a_forked_worker_reports_its_exit_code_and_signal(cpu_config):
     assert evaluate(PROBLEMS / "axpy.py", SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
-    first, second = runner._spares[runner._spare_key("cpu")][:2]
+    first, second = worker_pool().waiting("cpu")[:2]
     first.stdin.close()  # no job comes: the worker exits normally
     assert first.wait(timeout=30) == 0
-    runner.kill_session(second.pid)
+    kill_session(second.pid)
     assert second.wait(timeout=30) == -signal.SIGKILL
-    runner.stop_waiting_workers()
+    worker_pool().stop_waiting()
 
 
 def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_path):
@@ -82,6 +82,6 @@ def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_pa
     solution.write_text("import os\nprint('build output here')\nraise RuntimeError(f'parent {os.getppid()}')\n")
     built = LocalExecutor().build((PROBLEMS / "axpy.py", solution), cpu_config, "cpu", "", 1)
     assert built.status == Status.LOAD_ERROR
-    build_server = runner._fork_servers[server_key(runner._environment({})), False]  # not the waiting workers'
+    build_server = worker_pool().fork_server(waiting=False)  # not the waiting workers'
     assert int(built.message.rsplit("parent ", 1)[1].split()[0]) == build_server.process.pid, built.message
     assert "build output here" in open(built.log_path).read()

@@ -87,7 +87,7 @@ def test_pytorch_policy_checks_and_times_against_the_tf32_reference(seed_results
 
 
 def test_honest_seeds_carry_no_rejecting_flag(seed_results):
-    from kbench.guards import REJECTING
+    from kbench.flags import REJECTING
 
     for solution, _, status, _ in EXPECTED:
         if status == Status.CORRECT:
@@ -118,7 +118,7 @@ def cheat_results(tmp_path_factory):
 
 @pytest.mark.parametrize("name, problem, statuses, flag", GPU_CHEATS)
 def test_gpu_cheats_are_caught_and_honest_kernels_pass(cheat_results, name, problem, statuses, flag):
-    from kbench.guards import REJECTING
+    from kbench.flags import REJECTING
 
     result = cheat_results[name]
     assert result.status in statuses, (result.status, result.message)
@@ -157,7 +157,7 @@ def test_cuda_graph_mode_times_replays_and_still_catches_cheats(graph_results, s
     assert result.status == status, result.message
     if timer:
         assert result.candidate_timing.timer == timer and result.reference_timing.timer == timer
-        from kbench.guards import REJECTING
+        from kbench.flags import REJECTING
 
         assert not set(result.flags) & set(REJECTING), result.message
 

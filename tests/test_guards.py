@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from kbench import guards
+from kbench import flags, guards
 from kbench.results import Status
 from kbench.runner import evaluate
 
@@ -27,15 +27,15 @@ def judged(config, solution: str, problem):
 
 
 @pytest.mark.parametrize("solution, problem, flag", [
-    ("memo_pointer.py", AXPY, guards.STALE_OUTPUT),
-    ("memo_call_count.py", AXPY, guards.STALE_OUTPUT),
-    ("skip_after_warmup.py", CONVT, guards.STALE_OUTPUT),
-    ("tf32_flip.py", CONVT, guards.CHANGED_SETTINGS),
-    ("default_dtype.py", AXPY, guards.CHANGED_SETTINGS),
-    ("patch_sync.py", AXPY, guards.HARNESS_TAMPERING),
-    ("patch_compare.py", AXPY, guards.HARNESS_TAMPERING),
-    ("lazy_subclass.py", AXPY, guards.NON_PLAIN_OUTPUT),
-    ("input_scribble.py", AXPY, guards.MUTATED_INPUTS),
+    ("memo_pointer.py", AXPY, flags.STALE_OUTPUT),
+    ("memo_call_count.py", AXPY, flags.STALE_OUTPUT),
+    ("skip_after_warmup.py", CONVT, flags.STALE_OUTPUT),
+    ("tf32_flip.py", CONVT, flags.CHANGED_SETTINGS),
+    ("default_dtype.py", AXPY, flags.CHANGED_SETTINGS),
+    ("patch_sync.py", AXPY, flags.HARNESS_TAMPERING),
+    ("patch_compare.py", AXPY, flags.HARNESS_TAMPERING),
+    ("lazy_subclass.py", AXPY, flags.NON_PLAIN_OUTPUT),
+    ("input_scribble.py", AXPY, flags.MUTATED_INPUTS),
 ])
 def test_cheat_is_rejected_with_its_flag(cpu_config, solution, problem, flag):
     result = judged(cpu_config, solution, problem)
@@ -45,15 +45,15 @@ def test_cheat_is_rejected_with_its_flag(cpu_config, solution, problem, flag):
 
 
 @pytest.mark.parametrize("solution, problem, flag", [
-    ("library_op.py", CONVT, guards.CALLS_REFERENCE_OP),
-    ("fallback_op.py", CONVT, guards.CALLS_REFERENCE_OP),
-    ("low_precision.py", CONVT, guards.LOW_PRECISION),
-    ("constant_answer.py", NEAR_CONSTANT, guards.WEAK_CHECK),
+    ("library_op.py", CONVT, flags.CALLS_REFERENCE_OP),
+    ("fallback_op.py", CONVT, flags.CALLS_REFERENCE_OP),
+    ("low_precision.py", CONVT, flags.LOW_PRECISION),
+    ("constant_answer.py", NEAR_CONSTANT, flags.WEAK_CHECK),
 ])
 def test_noting_flag_keeps_the_verdict_and_strict_fails_it(cpu_config, solution, problem, flag):
     result = judged(cpu_config, solution, problem)
     assert result.status == Status.CORRECT, result.message
-    assert flag in result.flags and not set(result.flags) & set(guards.REJECTING)
+    assert flag in result.flags and not set(result.flags) & set(flags.REJECTING)
     assert result.speedup is not None
     strict = evaluate(problem, CHEATS / solution, replace(cpu_config, strict=True, sweep=0, time=False))
     assert strict.status == Status.INCORRECT and flag in strict.flags
@@ -99,4 +99,4 @@ def test_tampering_at_import_is_caught_after_a_sweeps_build_phase(cpu_config, tm
     results = run_pairs([(AXPY, tampering), (AXPY, CHEATS / "patch_compare.py")], config, devices=["cpu"],
                         on_built=built.append)
     assert [result.status for result in built if result.solution == str(tampering)] == [Status.BUILT]
-    assert results[0].status == Status.REJECTED and guards.HARNESS_TAMPERING in results[0].flags, results[0].message
+    assert results[0].status == Status.REJECTED and flags.HARNESS_TAMPERING in results[0].flags, results[0].message

@@ -1,12 +1,14 @@
 """Pairing rules, the results CSV, and build-log parsing."""
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
 
 from kbench.build import first_error_line
-from kbench.results import CheckResult, Result, Timing, append_row, read_rows
+from kbench.results import (CheckResult, ClockRecord, Identity, Outcome, Result, SweepResult, Timing, append_row,
+                            read_rows)
 from kbench.solution import PairingError, Solution, pair_problem
 
 
@@ -53,9 +55,22 @@ def sample_result(**changes) -> Result:
 
 
 def test_result_round_trips_and_derives_speedup():
-    result = sample_result()
+    result = sample_result(sweep=SweepResult(passed=7, run=8, skipped=1, first_failure="n=3: values differ"),
+                           baselines=(("default", Timing((3.0, 3.0), "host-clock")),),
+                           clocks=ClockRecord(sm_mhz_start=1980.0, sm_mhz_end=1900.0), flags=("sweep_failed",))
     assert result.speedup == 2.0
-    assert Result.from_dict(result.to_dict()) == result
+    assert Result.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+
+
+def test_outcome_round_trips_and_joins_its_identity_in_a_result():
+    outcome = Outcome(status="correct", check=CheckResult(5, 5, 0.0, 0.0, 0.0, None),
+                      sweep=SweepResult(passed=8, run=8, skipped=0),
+                      candidate_timing=Timing((1.0,), "host-clock"), flags=("weak_check",), cpu_s=1.5)
+    assert Outcome.from_dict(json.loads(json.dumps(outcome.to_dict()))) == outcome
+    identity = Identity(problem="axpy", solution="s.py", solution_hash="ab", device="cpu", run_id="r")
+    result = Result.of(identity, outcome, time="t", wall_s=2.0)
+    assert result.identity == identity and result.status == "correct" and result.sweep == outcome.sweep
+    assert result.wall_s == 2.0 and result.cpu_s == 1.5
 
 
 def test_csv_appends_rows_and_keeps_raw_samples(tmp_path):

@@ -7,11 +7,11 @@ import json
 import pytest
 import torch
 
-from kbench import guards, stats
+from kbench import flags, guards, policy, stats
 from kbench.config import PYTORCH_DEFAULT, STRICT_FP32, RunConfig
-from kbench.results import ClockRecord, Result, Status
+from kbench.results import ClockRecord, Outcome, Result, Status
 from kbench.timing import ClockLog, ClockReading, HostTimer, Side, StopRule, sample_interleaved
-from kbench.worker import strict_verdict
+from kbench.job import final_outcome
 
 from conftest import PROBLEMS, SOLUTIONS
 from test_cli import FAST, kbench
@@ -28,14 +28,14 @@ def test_float32_tolerance_follows_the_policy_and_overrides_still_win():
 
 def test_policies_set_the_settings_they_name():
     try:
-        guards.apply_policy(PYTORCH_DEFAULT)
+        policy.apply_policy(PYTORCH_DEFAULT)
         assert torch.backends.cudnn.allow_tf32 is True
         assert torch.backends.cuda.matmul.allow_tf32 is False
-        guards.apply_policy(STRICT_FP32)
+        policy.apply_policy(STRICT_FP32)
         assert torch.backends.cudnn.allow_tf32 is False
         assert torch.get_float32_matmul_precision() == "highest"
     finally:
-        guards.apply_policy(STRICT_FP32)
+        policy.apply_policy(STRICT_FP32)
 
 
 def test_policy_changes_the_settings_fingerprint():
@@ -76,11 +76,17 @@ def test_clock_log_reads_at_start_between_rounds_no_more_often_than_asked_and_at
 
     def call():
         calls["count"] += 1
-    log = ClockLog(fake_reader([1980.0] * 100), every_s=0.5, clock=SteppingClock(0.2))
+
+    def reader():  # each reading records how many calls had run when it was taken
+        return ClockReading(sm_mhz=float(calls["count"]), temperature_c=60.0)
+    log = ClockLog(reader, every_s=0.5, clock=SteppingClock(0.2))
     rule = StopRule(warmup=1, min_samples=10, max_samples=10, target_rse=0.0, budget_s=1e9)
     sample_interleaved([Side(call)], HostTimer(), rule, clock_log=log)
     assert calls["count"] == 11  # warm-up + 10 samples
-    # Start and end always; in between at most one reading per 0.5 s of the fake clock (0.2 s per round).
+    taken_after = [reading.sm_mhz for reading in log.readings]
+    assert taken_after[0] == 1.0  # at the start: after the warm-up, before the first sample
+    assert taken_after[-1] == 11.0  # at the end: after the last sample
+    # In between at most one reading per 0.5 s of the fake clock (0.2 s per round).
     assert 2 < len(log.readings) <= 2 + 10 * 0.2 / 0.5 + 1
 
 
@@ -104,10 +110,11 @@ def test_throttle_warning_above_ten_percent_only():
 
 
 def test_throttle_is_a_warning_that_never_changes_a_verdict_even_under_strict():
-    result = Result(problem="p", solution="s", status=Status.CORRECT, flags=(guards.THROTTLED,))
-    assert strict_verdict(result, strict=True).status == Status.CORRECT
-    noted = Result(problem="p", solution="s", status=Status.CORRECT, flags=(guards.WEAK_CHECK,))
-    assert strict_verdict(noted, strict=True).status == Status.INCORRECT
+    throttled = Outcome(status=Status.CORRECT, flags=(flags.THROTTLED,))
+    assert final_outcome(throttled, None, strict=True).status == Status.CORRECT
+    noted = Outcome(status=Status.CORRECT, flags=(flags.WEAK_CHECK,))
+    assert final_outcome(noted, None, strict=True).status == Status.INCORRECT
+    assert final_outcome(noted, None, strict=False).status == Status.CORRECT
 
 
 def test_clock_record_survives_the_result_round_trip_and_lands_in_the_csv_row():

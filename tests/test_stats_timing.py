@@ -138,7 +138,7 @@ def test_timed_input_rotation_is_sized_from_real_outputs_and_free_memory():
     """conv2d's official size: 1.07 GB of input, 8.55 GB of output. Three input sets with their expected
     outputs fit an H200's free memory; with less free, fewer sets, down to one (sizing that assumed
     outputs as large as inputs would still pick three at 60 GB free, and run out of memory)."""
-    from kbench.worker import _rotation_size
+    from kbench.measure import rotation_size as _rotation_size
 
     gb = 10 ** 9
     conv2d = dict(input_bytes=int(1.07 * gb), output_bytes=int(8.55 * gb), sides=3)

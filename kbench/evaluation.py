@@ -1,0 +1,121 @@
+"""One evaluation, stage by stage: load the problem, import the solution (building its extensions), build
+both models, run the correctness trials, time, sweep; every failure on the way is a Stop that becomes the
+outcome's status."""
+
+from __future__ import annotations
+
+import resource
+import traceback
+from dataclasses import replace
+
+import torch
+
+from kbench import guards, params
+from kbench.job import Job, final_outcome, one_line
+from kbench.loading import build_models, input_maker, load_problem, load_solution
+from kbench.measure import measure
+from kbench.param_sweep import run_sweep
+from kbench.problem import describe_overrides, overridden
+from kbench.progress import Context, Findings, Progress, Stop
+from kbench.results import Outcome, Status, SweepResult
+from kbench.trials import note_reference_ops, run_trials
+
+# Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
+_NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
+                     "Found no NVIDIA", "CUDA driver", "cuda runtime")
+
+
+def judge(job: Job, device: torch.device, progress: Progress, environment: dict) -> Outcome:
+    """The outcome of `job`; `environment` (device name, versions) goes into it as it is."""
+    context = Context(job.config, device, progress, Findings(progress))
+
+    def finish(outcome: Outcome) -> Outcome:
+        return replace(outcome, sizes=context.sizes, build_s=progress.build_seconds(),
+                       build_reused=progress.build.all_reused, cpu_s=_cpu_seconds(), phase_s=progress.phases(),
+                       **environment)
+    try:
+        return finish(_stages(job, context, finish))
+    except Stop as stop:
+        status, message = _needs_cuda(stop, device)
+        return finish(context.findings.outcome(status, message=_with_hint(status, message, job, context),
+                                               check=context.check))
+    except Exception as error:  # raised outside a Stop: a lost CUDA context (loading.lost_context), say
+        traceback.print_exc()
+        return finish(_unexpected(error, context))
+
+
+def _unexpected(error: Exception, context: Context) -> Outcome:
+    """An error that surfaced outside the stages' own checks belongs to the candidate, whose code ran in this
+    process (its kernels are asynchronous: the error surfaces in whatever CUDA call comes next). After the
+    official verdict it ends the sweep at the configuration being run; before it, it is a runtime error."""
+    record, what = context.progress.record, one_line(error)
+    if context.official is not None:
+        sweep = SweepResult(passed=record.sweep.passed, run=record.sweep.run + 1, skipped=record.sweep.skipped,
+                            first_failure=f"{record.current or 'after the sweep'}: {what}")
+        return final_outcome(context.official, sweep, context.config.strict)
+    return context.findings.outcome(Status.RUNTIME_ERROR, message=f"failed while {record.phase}: {what}",
+                                    check=context.check)
+
+
+def _with_hint(status: str, message: str, job: Job, context: Context) -> str:
+    """A reference that fails at kbench's reduced CPU sizes may run at the official ones."""
+    if status == Status.REFERENCE_ERROR and context.sizes and not job.overrides:
+        return f"{message} (at kbench's reduced CPU sizes {context.sizes}; try --full-size)"
+    return message
+
+
+def _stages(job: Job, context: Context, finish) -> Outcome:
+    config, progress = context.config, context.progress
+    progress.enter("loading problem")
+    problem_module = load_problem(job.problem_path)
+    overrides = dict(job.overrides)
+    if context.device.type == "cpu" and not config.full_size and not overrides:
+        overrides = params.small_overrides(problem_module)
+    context.sizes = describe_overrides(overrides)
+    # Taken before the candidate is imported: what settings and harness functions must stay as they are.
+    context.watch = guards.Watch(harness=not job.build_only)
+    progress.enter("loading solution")
+    solution_module = load_solution(job.solution_path)
+    context.checkpoint("importing the solution")
+    if job.build_only:
+        return context.findings.outcome(Status.BUILT)
+    with torch.no_grad():
+        official = context.official = _official_verdict(problem_module, solution_module, overrides, context)
+        progress.update(provisional=finish(official))  # survives a sweep that kills the worker
+        sweep = None
+        if config.sweep > 0:
+            sweep = run_sweep(problem_module, solution_module, context)
+            context.checkpoint("sweeping ModelNew")
+    return final_outcome(official, sweep, config.strict)
+
+
+def _official_verdict(problem_module, solution_module, overrides: dict, context: Context) -> Outcome:
+    """Correct (with its timing and flags) at the official sizes (or the CPU's reduced ones), or a Stop."""
+    config, device, progress = context.config, context.device, context.progress
+    with overridden(problem_module, overrides):
+        progress.enter("building models")
+        reference_model, candidate_model = build_models(problem_module, solution_module, config.seed, device)
+        context.checkpoint("constructing ModelNew")
+        make_inputs = input_maker(problem_module, device)
+        progress.enter("checking")
+        trials = run_trials(reference_model, candidate_model, make_inputs, context)
+        if config.guards:
+            note_reference_ops(reference_model, candidate_model, make_inputs(config.seed), context)
+        timed = measure(reference_model, candidate_model, make_inputs, trials, context) if config.time else None
+        context.checkpoint("timing ModelNew")
+    return context.findings.outcome(Status.CORRECT, check=trials.check, message=context.findings.message,
+                                    **(timed.fields() if timed else {}))
+
+
+def _needs_cuda(stop: Stop, device) -> tuple[str, str]:
+    """On a CPU-only run, a failure that says CUDA is missing is `skipped`, not the candidate's fault."""
+    if device.type == "cpu" and stop.status in (Status.LOAD_ERROR, Status.COMPILE_ERROR, Status.RUNTIME_ERROR) \
+            and any(text.lower() in stop.message.lower() for text in _NO_CUDA_MESSAGES):
+        return Status.SKIPPED, f"needs a CUDA device ({stop.message})"
+    return stop.status, stop.message
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this worker and of the children it waited for (ninja, and through it the compilers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 3)

@@ -1,0 +1,25 @@
+"""Flag names: what the guards found. Torch-free, so the parent reads them without importing the worker.
+
+REJECTING flags turn a result into `rejected` (it never counts as correct or fast); NOTING flags are
+shown and become `incorrect` only under --strict. THROTTLED is about the measurement, not the candidate:
+shown, never a verdict.
+"""
+
+# Rejecting flags.
+MUTATED_INPUTS = "mutated_inputs"        # a forward call changed its input tensors
+CHANGED_SETTINGS = "changed_settings"    # TF32 / cuDNN / matmul precision / default dtype changed
+STALE_OUTPUT = "stale_output"            # an output inside the timing loop was wrong: memoised or skipped work
+SIDE_STREAM = "side_stream"              # work ran outside the timed stream (another stream or thread)
+HARNESS_TAMPERING = "harness_tampering"  # the candidate replaced a timer, synchronisation or comparison function
+NON_PLAIN_OUTPUT = "non_plain_output"    # an output was a Tensor subclass (lazy or lying), not a plain tensor
+# Noting flags.
+SWEEP_FAILED = "sweep_failed"            # wrong at some random configuration of the problem
+CALLS_REFERENCE_OP = "calls_reference_op"  # ran an aten op that carries the reference's work
+LOW_PRECISION = "low_precision"          # error against float64 truth >= 10x the float32 reference's
+WEAK_CHECK = "weak_check"                # reference output nearly constant or nearly zero
+
+# A warning about the measurement.
+THROTTLED = "throttled"                  # the SM clock fell by more than 10% while timing: times are suspect
+
+REJECTING = (MUTATED_INPUTS, CHANGED_SETTINGS, STALE_OUTPUT, SIDE_STREAM, HARNESS_TAMPERING, NON_PLAIN_OUTPUT)
+NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK)

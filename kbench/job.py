@@ -1,0 +1,109 @@
+"""What crosses the boundary between kbench and its worker process, and the verdict rules both apply.
+
+Torch-free: the parent (runner, scheduler, Ray executor) imports this module, never the worker's.
+- Job: everything one evaluation needs (the parent writes it, the worker reads it).
+- ProgressRecord: what the worker is doing now (the worker writes it as it goes; the parent reads it
+  when the worker dies or hangs, to say where, and to keep an official verdict a sweep lost).
+- final_outcome: official verdict + parameter sweep + noting flags + --strict -> the recorded outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from kbench import flags
+from kbench.config import RunConfig
+from kbench.results import Outcome, Status, SweepResult
+
+
+@dataclass(frozen=True)
+class Job:
+    """One evaluation, as the worker runs it; a plain value so any executor can carry it."""
+
+    problem_path: str          # reference file, absolute
+    solution_path: str         # candidate file, absolute
+    device: str                # resolved: "cpu" or "cuda:N"
+    config: RunConfig
+    result_path: str           # where the worker writes its Outcome as JSON
+    progress_path: str         # where the worker keeps its ProgressRecord
+    overrides: dict = field(default_factory=dict)  # problem globals to override (empty: official, or small on a CPU)
+    log_path: str = ""         # the worker's stdout/stderr file (build output lands there)
+    build_only: bool = False   # import the solution (building its extensions) and stop
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(dict(asdict(self), config=self.config.to_dict())))
+
+    @classmethod
+    def load(cls, path: Path) -> "Job":
+        data = json.loads(Path(path).read_text())
+        return cls(**dict(data, config=RunConfig.from_dict(data["config"])))
+
+
+@dataclass(frozen=True)
+class SweepCounts:
+    """A parameter sweep so far."""
+
+    passed: int = 0            # configurations where the candidate matched
+    run: int = 0               # configurations checked
+    skipped: int = 0           # configurations the reference rejected
+    total: int = 0             # configurations asked for
+
+
+@dataclass(frozen=True)
+class ProgressRecord:
+    """The worker's progress file."""
+
+    phase: str = "starting"             # "loading solution", "checking", "timing", "sweeping", ...
+    current: str = ""                   # what within the phase: the sweep configuration being run
+    building: str = ""                  # the extension being built now, "name (compiler)" ("" when none)
+    build_since: float | None = None    # when that build started (time.time())
+    build_s: float | None = None        # seconds spent in builds so far
+    flags: tuple[str, ...] = ()         # guards that fired so far
+    provisional: Outcome | None = None  # the official verdict, once known (kept if a sweep kills the worker)
+    sweep: SweepCounts = SweepCounts()
+
+    def save(self, path: Path) -> None:
+        data = asdict(self)
+        data["provisional"] = self.provisional.to_dict() if self.provisional else None
+        write_json_atomic(path, data)
+
+    @classmethod
+    def load(cls, path: Path) -> "ProgressRecord":
+        """The last record written; a fresh one when there is none (the worker died before writing)."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError):
+            return cls()
+        provisional = data.get("provisional")
+        return cls(**dict(data, flags=tuple(data.get("flags") or ()), sweep=SweepCounts(**data.get("sweep") or {}),
+                          provisional=Outcome.from_dict(provisional) if provisional else None))
+
+
+def final_outcome(official: Outcome, sweep: SweepResult | None, strict: bool) -> Outcome:
+    """The verdict to record: a failed sweep adds its noting flag and reason to the official verdict;
+    noting flags fail a correct result only under --strict."""
+    outcome = replace(official, sweep=sweep)
+    if sweep is not None and sweep.first_failure:
+        reason = f"sweep failed at {sweep.first_failure}"
+        outcome = replace(outcome, flags=tuple(dict.fromkeys(outcome.flags + (flags.SWEEP_FAILED,))),
+                          message="; ".join(filter(None, [outcome.message, reason])))
+    if strict and outcome.status == Status.CORRECT and any(name in flags.NOTING for name in outcome.flags):
+        outcome = replace(outcome, status=Status.INCORRECT)
+    return outcome
+
+
+def one_line(error: BaseException) -> str:
+    """'TypeError: first line of the message'."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Readers never see a half-written file."""
+    temporary = Path(path).with_suffix(".tmp")
+    temporary.write_text(json.dumps(data))
+    os.replace(temporary, path)

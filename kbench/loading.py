@@ -1,0 +1,135 @@
+"""Loading a problem and a solution, and building the two models and their inputs."""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+import torch
+
+from kbench.build import BuildError
+from kbench.job import one_line
+from kbench.problem import load_module
+from kbench.progress import Stop
+from kbench.results import Status
+
+
+def load_problem(path: str):
+    try:
+        module = load_module(Path(path), "kbench_problem")
+    except Exception as error:
+        raise Stop(Status.REFERENCE_ERROR, f"problem file failed to load: {one_line(error)}")
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise Stop(Status.REFERENCE_ERROR, f"problem file defines no {name}")
+    return module
+
+
+def load_solution(path: str):
+    try:
+        module = load_module(Path(path), "kbench_solution")
+    except BuildError as error:
+        raise Stop(Status.COMPILE_ERROR, str(error))
+    except (Exception, SystemExit) as error:
+        traceback.print_exc()
+        raise Stop(Status.LOAD_ERROR, one_line(error))
+    if not isinstance(getattr(module, "ModelNew", None), type):
+        raise Stop(Status.LOAD_ERROR, "the solution defines no ModelNew class")
+    return module
+
+
+def build_models(problem_module, solution_module, seed: int, device):
+    """Model and ModelNew from the same init arguments, each built right after the same seed."""
+    torch.manual_seed(seed)
+    try:
+        init_inputs = list(problem_module.get_init_inputs())
+        reference_model = problem_module.Model(*init_inputs).to(device)
+    except Exception as error:
+        if lost_context(error):
+            raise
+        raise Stop(Status.REFERENCE_ERROR, f"reference failed to build: {one_line(error)}")
+    torch.manual_seed(seed)
+    try:
+        candidate_model = solution_module.ModelNew(*init_inputs).to(device)
+    except BuildError as error:
+        raise Stop(Status.COMPILE_ERROR, str(error))
+    except Exception as error:
+        traceback.print_exc()
+        if lost_context(error):
+            raise
+        raise Stop(Status.LOAD_ERROR, f"ModelNew(*get_init_inputs()) failed: {one_line(error)}")
+    return reference_model, candidate_model
+
+
+def input_maker(problem_module, device):
+    """make_inputs(seed): the problem's get_inputs() under that seed, on the device; a get_inputs() that
+    raises is the problem's fault (reference_error), a lost CUDA context is not its (see lost_context)."""
+    def make_inputs(seed: int) -> list:
+        torch.manual_seed(seed)
+        try:
+            with torch.device(device):
+                return list(problem_module.get_inputs())
+        except Exception as error:
+            if lost_context(error):
+                raise
+            traceback.print_exc()
+            raise Stop(Status.REFERENCE_ERROR, f"the problem's get_inputs() failed: {one_line(error)}")
+    return make_inputs
+
+
+def call(model, inputs, device, failure_status: str, what: str = ""):
+    """Run a forward and wait for the device, so asynchronous CUDA errors surface here.
+
+    An error that lost the CUDA context propagates as it is, whoever called: it belongs to whatever launched
+    the failing kernel, which need not be this call (evaluation.py decides)."""
+    try:
+        output = model(*inputs)
+        synchronize(device)
+        return output
+    except Exception as error:
+        traceback.print_exc()
+        if lost_context(error):
+            raise
+        raise Stop(failure_status, f"{what}{one_line(error)}")
+
+
+def lost_context(error: BaseException) -> bool:
+    """True when `error` came from the CUDA runtime and left this process's CUDA context unusable (an illegal
+    or misaligned access, a device-side assert: every later CUDA call fails too). Errors that leave it usable
+    (a launch with a bad configuration, say) are ordinary failures of whoever raised them."""
+    accelerator_error = getattr(torch, "AcceleratorError", ())
+    if not (isinstance(error, accelerator_error) or (isinstance(error, RuntimeError) and "CUDA" in str(error))):
+        return False
+    if not torch.cuda.is_initialized():
+        return False
+    try:  # does the context still work?
+        torch.cuda.synchronize()
+        torch.ones(1, device="cuda").add_(1).item()
+        return False
+    except Exception:
+        return True
+
+
+def call_reference(model, inputs, device):
+    return call(model, clone(inputs), device, Status.REFERENCE_ERROR, "reference forward failed: ")
+
+
+def clone(inputs: list) -> list:
+    return [value.clone() if isinstance(value, torch.Tensor) else value for value in inputs]
+
+
+def clone_output(output):
+    if isinstance(output, (tuple, list)):
+        return type(output)(clone(list(output)))
+    return output.clone() if isinstance(output, torch.Tensor) else output
+
+
+def tensor_bytes(values) -> int:
+    """Bytes of the tensors in a tensor, tuple or list (an input set, an output)."""
+    values = values if isinstance(values, (tuple, list)) else [values]
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def synchronize(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

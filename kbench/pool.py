@@ -1,0 +1,250 @@
+"""The worker processes of one kbench process: started, handed jobs, killed.
+
+Every worker is started from one launcher thread (a worker asks Linux to kill it when the thread that
+started it ends: worker.die_with_parent; this thread lives as long as kbench does, while the scheduler's
+build and device threads end with each run and would take live workers with them). Workers are forked
+from fork servers (forkserver.py) where they can be, else spawned. Evaluations go to waiting workers that
+warmed up (torch imported, CUDA context created) while the previous evaluation ran; builds, which set
+their own environment, get a worker of their own. Each worker runs in a session of its own, which is
+killed whole when its job ends, on Ctrl-C and at exit: nothing may outlive kbench.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+
+from kbench.forkserver import ForkedWorker, ForkServer, server_key
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+Worker = subprocess.Popen | ForkedWorker
+
+
+class WorkerPool:
+    """Waiting workers per device, the fork servers, and every live worker session."""
+
+    # A forked worker's warm-up (creating its CUDA context) takes under a second, so two per device keep
+    # back-to-back evaluations supplied; each holds a CUDA context's memory on its GPU while it waits.
+    WAITING_PER_DEVICE = 2
+
+    def __init__(self):
+        self._launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbench-launcher")
+        self._lock = threading.Lock()
+        self._top_up_lock = threading.Lock()  # one top-up at a time, so two cannot both start the missing workers
+        self._sessions: set[int] = set()
+        self._waiting: dict[tuple[str, str], list[Worker]] = {}
+        self._servers: dict[tuple[tuple, bool], ForkServer] = {}
+        self._servers_lock = threading.Lock()
+
+    # --- running a job ---------------------------------------------------------------------------
+
+    def run(self, job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
+            device: str) -> int | None:
+        """Run one job in a worker; kill the worker's session when done or out of time. Returns the exit
+        code (negative: killed by that signal), or None on timeout."""
+        with log_path.open("ab") as log:
+            if extra_environment:
+                process = self._start([str(job_path)], log, environment(extra_environment))
+            else:
+                process = self._take_waiting(device)
+                try:
+                    process.stdin.write(f"{job_path}\n".encode())
+                    process.stdin.flush()
+                except OSError:
+                    pass  # the waiting worker died: its exit code tells what happened
+            try:
+                return process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                return None
+            finally:
+                self._end(process)
+
+    # --- waiting workers ---------------------------------------------------------------------------
+
+    def prestart(self, device: str) -> None:
+        """Top up the waiting workers for `device` (e.g. while builds run)."""
+        key = _waiting_key(device)
+        with self._top_up_lock:
+            with self._lock:
+                missing = self.WAITING_PER_DEVICE - len(self._living(key))
+            try:
+                started = [self._start_waiting(device) for _ in range(missing)]
+            except PoolClosed:
+                return  # kbench is exiting (a run that needed no worker ends before its top-up)
+            with self._lock:
+                self._waiting[key] = self._living(key) + started  # re-read: an evaluation may have taken one
+
+    def waiting(self, device: str, visible_devices: str | None = None) -> list[Worker]:
+        """The living waiting workers for `device` (under CUDA_VISIBLE_DEVICES `visible_devices`: default now)."""
+        key = (device, os.environ.get("CUDA_VISIBLE_DEVICES", "") if visible_devices is None else visible_devices)
+        with self._lock:
+            return self._living(key)
+
+    def stop_waiting(self) -> None:
+        """Kill the waiting workers."""
+        with self._lock:
+            waiting = [process for processes in self._waiting.values() for process in processes]
+            self._waiting.clear()
+        for process in waiting:
+            self._end(process)
+
+    def fork_server(self, waiting: bool) -> ForkServer | None:
+        """The fork server for waiting workers (True) or for builds (False), in this environment."""
+        with self._servers_lock:
+            return self._servers.get((server_key(environment({})), waiting))
+
+    # --- ending ------------------------------------------------------------------------------------
+
+    def kill_all(self) -> None:
+        """Ctrl-C: kill every running worker session (builds and evaluations) so nothing outlives kbench."""
+        with self._lock:
+            sessions = list(self._sessions)
+        for session_id in sessions:
+            kill_session(session_id)
+
+    def close(self) -> None:
+        """At exit: the waiting workers and the fork servers go."""
+        self.stop_waiting()
+        with self._servers_lock:
+            for server in self._servers.values():
+                server.stop()
+            self._servers.clear()
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _take_waiting(self, device: str) -> Worker:
+        """The longest-waiting worker for `device` (started now if there is none); then top up the pool."""
+        key = _waiting_key(device)
+        with self._lock:
+            waiting = self._living(key)
+            taken = waiting.pop(0) if waiting else None
+            self._waiting[key] = waiting
+        if taken is None:
+            taken = self._start_waiting(device)
+        self.prestart(device)
+        return taken
+
+    def _living(self, key: tuple[str, str]) -> list[Worker]:
+        """The waiting workers for `key` that have not died (call holding _lock)."""
+        return [process for process in self._waiting.get(key, []) if process.poll() is None]
+
+    def _start_waiting(self, device: str) -> Worker:
+        return self._start(["--wait", device], subprocess.DEVNULL, environment({}))
+
+    def _start(self, arguments: list[str], stdout, env: dict) -> Worker:
+        """`python -m kbench.worker ARGUMENTS`, output to `stdout` (a file or DEVNULL), recorded as a live session."""
+        process = self._fork(arguments, None if stdout == subprocess.DEVNULL else stdout.fileno(), env)
+        if process is None:
+            process = self._start_python("kbench.worker", arguments, stdout=stdout, env=env)
+        with self._lock:
+            self._sessions.add(process.pid)
+        return process
+
+    def _end(self, process: Worker) -> None:
+        kill_session(process.pid)
+        process.wait()
+        with self._lock:
+            self._sessions.discard(process.pid)
+
+    def _fork(self, arguments: list[str], stdout: int | None, env: dict) -> ForkedWorker | None:
+        if not sys.platform.startswith("linux"):
+            return None  # fork after importing torch is only known safe on Linux
+        waiting = arguments[0] == "--wait"
+        key = server_key(env), waiting
+        with self._servers_lock:
+            server = self._servers.get(key)
+            if server is None or not server.alive:
+                if server is not None and not server.ever_forked:
+                    return None  # it died before forking anything: it cannot work here, so spawn
+                start = partial(self._start_python, "kbench.forkserver")
+                # One server primed for evaluations; one for builds, which starts forking sooner.
+                server = self._servers[key] = ForkServer(start, env, prime=waiting)
+        return server.fork_worker(arguments, env, stdout)
+
+    def _start_python(self, module: str, arguments: list[str], stdout=subprocess.DEVNULL, env: dict | None = None,
+                      pass_fds: tuple = ()) -> subprocess.Popen:
+        """`python -m module arguments` in a session of its own, started from the launcher thread."""
+        try:
+            started = self._launcher.submit(subprocess.Popen, [sys.executable, "-m", module, *arguments],
+                                            stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.PIPE, env=env,
+                                            pass_fds=pass_fds, start_new_session=True)
+        except RuntimeError as error:  # the launcher was shut down: the interpreter is exiting
+            raise PoolClosed(str(error)) from error
+        return started.result()
+
+
+class PoolClosed(RuntimeError):
+    """No worker can be started any more: kbench is exiting."""
+
+
+_pool: WorkerPool | None = None
+_pool_lock = threading.Lock()
+
+
+def worker_pool() -> WorkerPool:
+    """This kbench process's pool, made on first use and closed at exit."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = WorkerPool()
+            atexit.register(_pool.close)
+        return _pool
+
+
+def _waiting_key(device: str) -> tuple[str, str]:
+    """A waiting worker evaluates on `device` among the GPUs visible when it started. A Ray worker runs each
+    task under the CUDA_VISIBLE_DEVICES Ray chose for it, so "cuda:0" alone could name another GPU."""
+    return device, os.environ.get("CUDA_VISIBLE_DEVICES", "")
+
+
+def environment(extra: dict) -> dict:
+    """A worker's environment: this one, plus `extra`; KBENCH_PARENT_PID: the worker dies with this process."""
+    return dict(os.environ, PYTHONUNBUFFERED="1", KBENCH_PARENT_PID=str(os.getpid()), **extra,
+                PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
+
+
+def kill_session(session_id: int) -> None:
+    """Kill a worker's whole session: the worker and everything it started.
+
+    A process group is not enough: ninja puts each compiler command in a group of its own, so nvcc
+    and cc1plus would outlive a killed worker. They all stay in the worker's session, though.
+    """
+    try:
+        os.killpg(session_id, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for _ in range(50):
+        members = _session_members(session_id)
+        if not members:
+            return
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.02)
+
+
+def _session_members(session_id: int) -> list[int]:
+    """Processes whose session id is `session_id` (Linux /proc; elsewhere, none found)."""
+    members = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state ppid pgrp session ...
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 3 and int(fields[3]) == session_id and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members

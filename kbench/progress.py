@@ -1,0 +1,124 @@
+"""What a worker knows about its evaluation so far: its phase (mirrored to the progress file the parent
+reads when the worker dies or hangs) and the guards' findings (flags and notes)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kbench import flags
+from kbench.build import BuildRecord
+from kbench.config import RunConfig
+from kbench.job import ProgressRecord, SweepCounts
+from kbench.results import CheckResult, Outcome, Status
+
+
+class Stop(Exception):
+    """Ends an evaluation early with a verdict (a failure is data, not a traceback)."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Progress:
+    """The phase the worker is in, with seconds per phase, written to the progress file on every change."""
+
+    def __init__(self, path: Path, build: BuildRecord):
+        self.path = path
+        self.build = build
+        self.record = ProgressRecord()
+        self.phase_started = time.monotonic()
+        self.phase_seconds: dict[str, float] = {}
+        build.on_change = self._save
+
+    def enter(self, phase: str, current: str = "") -> None:
+        if phase != self.record.phase:
+            now = time.monotonic()
+            self.phase_seconds[self.record.phase] = self.seconds_in(self.record.phase, now)
+            self.phase_started = now
+        self.update(phase=phase, current=current)
+
+    def update(self, **fields) -> None:
+        """Change fields of the record (flags, provisional, sweep, ...) and save it."""
+        self.record = replace(self.record, **fields)
+        self._save()
+
+    def sweep_step(self, counts: SweepCounts, configuration: str) -> None:
+        self.record = replace(self.record, sweep=counts)
+        self.enter("sweeping", configuration)
+
+    def seconds_in(self, phase: str, now: float) -> float:
+        spent = self.phase_seconds.get(phase, 0.0)
+        return spent + (now - self.phase_started if phase == self.record.phase else 0.0)
+
+    def phases(self) -> str:
+        """'loading solution 0.41; checking 1.20; ...' (phases under 5 ms left out)."""
+        now = time.monotonic()
+        names = dict.fromkeys([*self.phase_seconds, self.record.phase])
+        return "; ".join(f"{name} {self.seconds_in(name, now):.2f}" for name in names
+                         if self.seconds_in(name, now) >= 0.005)
+
+    def build_seconds(self) -> float | None:
+        return round(self.build.seconds, 3) if self.build.any else None
+
+    def _save(self) -> None:
+        self.record = replace(self.record, building=self.build.building, build_since=self.build.building_since,
+                              build_s=self.build_seconds())
+        self.record.save(self.path)
+
+
+class Findings:
+    """Flags the guards raised (each with its message, in order) and notes that are not flags."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.flags: list[str] = []
+        self.flag_messages: list[str] = []
+        self.notes: list[str] = []  # worth saying, not a flag: a baseline that could not run, say
+
+    def flag(self, name: str, message: str) -> None:
+        if name not in self.flags:
+            self.flags.append(name)
+            self.flag_messages.append(message)
+            self.progress.update(flags=tuple(self.flags))
+
+    def add(self, found: list[tuple[str, str]]) -> None:
+        for name, message in found:
+            self.flag(name, message)
+
+    def note(self, message: str) -> None:
+        if message not in self.notes:
+            self.notes.append(message)
+
+    def raise_if_rejected(self) -> None:
+        if any(name in flags.REJECTING for name in self.flags):
+            raise Stop(Status.REJECTED, "; ".join(self.flag_messages))
+
+    @property
+    def message(self) -> str:
+        return "; ".join(self.flag_messages + self.notes)
+
+    def outcome(self, status: str, **fields) -> Outcome:
+        return Outcome(status=status, flags=tuple(self.flags), **fields)
+
+
+@dataclass
+class Context:
+    """What every stage of an evaluation works with."""
+
+    config: RunConfig
+    device: object             # torch.device
+    progress: Progress
+    findings: Findings
+    watch: object = None       # guards.Watch: settings and harness functions as they were before the import
+    check: CheckResult | None = None  # the correctness trials so far (kept in the row of a later failure)
+    sizes: str = ""            # the global overrides in use, described ("" = official sizes)
+    official: Outcome | None = None   # the verdict at the official sizes, once known (a sweep cannot undo it)
+
+    def checkpoint(self, when: str) -> None:
+        """Flag what the candidate changed so far (`when`: 'calling ModelNew', say); stop if that rejects it."""
+        self.findings.add(self.watch.findings(when))
+        self.findings.raise_if_rejected()
