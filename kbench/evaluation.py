@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import resource
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
 from kbench import guards, params
 from kbench.job import Job, final_outcome, one_line
-from kbench.loading import build_models, input_maker, load_problem, load_solution
-from kbench.measure import measure
+from kbench.loading import build_candidate, build_reference, call_reference, input_maker, load_problem, load_solution
+from kbench.measure import measure, time_alone
 from kbench.param_sweep import run_sweep
 from kbench.problem import describe_overrides, overridden
 from kbench.progress import Context, Findings, Progress, Stop
@@ -23,6 +23,9 @@ from kbench.trials import note_reference_ops, run_trials
 # Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
 _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
                      "Found no NVIDIA", "CUDA driver", "cuda runtime")
+
+
+_BEFORE_THE_CANDIDATE = ("starting", "loading problem", "running the reference")
 
 
 def judge(job: Job, device: torch.device, progress: Progress, environment: dict) -> Outcome:
@@ -45,16 +48,17 @@ def judge(job: Job, device: torch.device, progress: Progress, environment: dict)
 
 
 def _unexpected(error: Exception, context: Context) -> Outcome:
-    """An error that surfaced outside the stages' own checks belongs to the candidate, whose code ran in this
-    process (its kernels are asynchronous: the error surfaces in whatever CUDA call comes next). After the
-    official verdict it ends the sweep at the configuration being run; before it, it is a runtime error."""
+    """An error that surfaced outside the stages' own checks belongs to the candidate once its code has run in
+    this process (its kernels are asynchronous: the error surfaces in whatever CUDA call comes next). After
+    the official verdict it ends the sweep at the configuration being run; before it, it is a runtime error."""
     record, what = context.progress.record, one_line(error)
     if context.official is not None:
         sweep = SweepResult(passed=record.sweep.passed, run=record.sweep.run + 1, skipped=record.sweep.skipped,
                             first_failure=f"{record.current or 'after the sweep'}: {what}")
         return final_outcome(context.official, sweep, context.config.strict)
-    return context.findings.outcome(Status.RUNTIME_ERROR, message=f"failed while {record.phase}: {what}",
-                                    check=context.check)
+    # Before the candidate was imported, nothing of it ran: the problem failed.
+    status = Status.REFERENCE_ERROR if record.phase in _BEFORE_THE_CANDIDATE else Status.RUNTIME_ERROR
+    return context.findings.outcome(status, message=f"failed while {record.phase}: {what}", check=context.check)
 
 
 def _with_hint(status: str, message: str, job: Job, context: Context) -> str:
@@ -74,13 +78,14 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
     context.sizes = describe_overrides(overrides)
     # Taken before the candidate is imported: what settings and harness functions must stay as they are.
     context.watch = guards.Watch(harness=not job.build_only)
-    progress.enter("loading solution")
-    solution_module = load_solution(job.solution_path)
-    context.checkpoint("importing the solution")
     if job.build_only:
+        _import_solution(job, context)
         return context.findings.outcome(Status.BUILT)
     with torch.no_grad():
-        official = context.official = _official_verdict(problem_module, solution_module, overrides, context)
+        with overridden(problem_module, overrides):
+            reference = _reference_first(problem_module, context)
+            solution_module = _import_solution(job, context)
+            official = context.official = _official_verdict(solution_module, reference, context)
         progress.update(provisional=finish(official))  # survives a sweep that kills the worker
         sweep = None
         if config.sweep > 0:
@@ -89,20 +94,48 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
     return final_outcome(official, sweep, config.strict)
 
 
-def _official_verdict(problem_module, solution_module, overrides: dict, context: Context) -> Outcome:
+@dataclass
+class _Reference:
+    """The reference as it was before the candidate was imported."""
+
+    model: object              # Model(*init_inputs), built right after the seed
+    init_inputs: list
+    make_inputs: object        # loading.input_maker at the evaluation's sizes
+    alone_ms: tuple[float, ...]  # its timed calls before the candidate existed (empty: not timed)
+
+
+def _reference_first(problem_module, context: Context) -> _Reference:
+    """Build and run the reference at the evaluation's sizes before the candidate exists: a reference that fails
+    here is the problem's fault, whatever the candidate is, and its time here is one no candidate touched."""
+    config, device = context.config, context.device
+    context.progress.enter("running the reference")
+    model, init_inputs = build_reference(problem_module, config.seed, device)
+    make_inputs = input_maker(problem_module, device)
+    guards.poison(call_reference(model, make_inputs(config.seed), device))
+    alone_ms = time_alone(model, make_inputs, context) if config.time and config.guards else ()
+    return _Reference(model, init_inputs, make_inputs, alone_ms)
+
+
+def _import_solution(job: Job, context: Context):
+    context.progress.enter("loading solution")
+    solution_module = load_solution(job.solution_path)
+    context.checkpoint("importing the solution")
+    return solution_module
+
+
+def _official_verdict(solution_module, reference: _Reference, context: Context) -> Outcome:
     """Correct (with its timing and flags) at the official sizes (or the CPU's reduced ones), or a Stop."""
     config, device, progress = context.config, context.device, context.progress
-    with overridden(problem_module, overrides):
-        progress.enter("building models")
-        reference_model, candidate_model = build_models(problem_module, solution_module, config.seed, device)
-        context.checkpoint("constructing ModelNew")
-        make_inputs = input_maker(problem_module, device)
-        progress.enter("checking")
-        trials = run_trials(reference_model, candidate_model, make_inputs, context)
-        if config.guards:
-            note_reference_ops(reference_model, candidate_model, make_inputs(config.seed), context)
-        timed = measure(reference_model, candidate_model, make_inputs, trials, context) if config.time else None
-        context.checkpoint("timing ModelNew")
+    progress.enter("building ModelNew")
+    candidate_model = build_candidate(solution_module, reference.init_inputs, config.seed, device)
+    context.checkpoint("constructing ModelNew")
+    progress.enter("checking")
+    trials = run_trials(reference.model, candidate_model, reference.make_inputs, context)
+    if config.guards:
+        note_reference_ops(reference.model, candidate_model, reference.make_inputs(config.seed), context)
+    timed = measure(reference.model, candidate_model, reference.make_inputs, trials, context) \
+        if config.time else None
+    context.checkpoint("timing ModelNew")
     return context.findings.outcome(Status.CORRECT, check=trials.check, message=context.findings.message,
                                     **(timed.fields() if timed else {}))
 

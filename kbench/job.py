@@ -70,6 +70,15 @@ class ProgressRecord:
         data["provisional"] = self.provisional.to_dict() if self.provisional else None
         write_json_atomic(path, data)
 
+    def describe(self, now: float) -> str:
+        """What the worker is doing, in a few words: 'building conv_ext (nvcc) 12 s', 'sweep 3/8', 'timing'
+        (`now`: time.time())."""
+        if self.building:
+            return f"building {self.building} {now - (self.build_since or now):.0f} s"
+        if self.phase == "sweeping":
+            return f"sweep {min(self.sweep.run + 1, self.sweep.total)}/{self.sweep.total}"
+        return self.phase
+
     @classmethod
     def load(cls, path: Path) -> "ProgressRecord":
         """The last record written; a fresh one when there is none (the worker died before writing)."""

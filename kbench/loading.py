@@ -38,19 +38,23 @@ def load_solution(path: str):
     return module
 
 
-def build_models(problem_module, solution_module, seed: int, device):
-    """Model and ModelNew from the same init arguments, each built right after the same seed."""
+def build_reference(problem_module, seed: int, device):
+    """Model(*get_init_inputs()) built right after `seed`, and the init arguments."""
     torch.manual_seed(seed)
     try:
         init_inputs = list(problem_module.get_init_inputs())
-        reference_model = problem_module.Model(*init_inputs).to(device)
+        return problem_module.Model(*init_inputs).to(device), init_inputs
     except Exception as error:
         if lost_context(error):
             raise
         raise Stop(Status.REFERENCE_ERROR, f"reference failed to build: {one_line(error)}")
+
+
+def build_candidate(solution_module, init_inputs: list, seed: int, device):
+    """ModelNew(*init_inputs) built right after `seed`, as the reference was."""
     torch.manual_seed(seed)
     try:
-        candidate_model = solution_module.ModelNew(*init_inputs).to(device)
+        return solution_module.ModelNew(*init_inputs).to(device)
     except BuildError as error:
         raise Stop(Status.COMPILE_ERROR, str(error))
     except Exception as error:
@@ -58,7 +62,6 @@ def build_models(problem_module, solution_module, seed: int, device):
         if lost_context(error):
             raise
         raise Stop(Status.LOAD_ERROR, f"ModelNew(*get_init_inputs()) failed: {one_line(error)}")
-    return reference_model, candidate_model
 
 
 def input_maker(problem_module, device):

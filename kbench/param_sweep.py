@@ -7,9 +7,10 @@ from itertools import islice
 
 import torch
 
-from kbench import check, params
+from kbench import check, guards, params
 from kbench.job import SweepCounts, one_line
-from kbench.loading import build_models, call, clone, input_maker, lost_context, synchronize
+from kbench.loading import (build_candidate, build_reference, call, call_reference, clone, input_maker,
+                            lost_context, synchronize)
 from kbench.problem import describe_overrides, overridden
 from kbench.progress import Context, Stop
 from kbench.results import Status, SweepResult
@@ -50,28 +51,32 @@ def run_sweep(problem_module, solution_module, context: Context) -> SweepResult:
 
 
 def _sweep_one(problem_module, solution_module, configuration, context: Context, input_seed) -> str:
-    """PASSED, SKIPPED (the reference rejects the configuration or returns nothing), or why it failed."""
+    """PASSED, SKIPPED (the reference rejects the configuration or returns nothing), or why it failed.
+
+    The reference runs first, to see that it accepts the configuration; its output is poisoned before the
+    candidate runs and computed again after it, so no reference output for the candidate's inputs exists
+    while the candidate runs."""
     config, device = context.config, context.device
     with overridden(problem_module, configuration):
         try:
-            reference_model, candidate_model = build_models(problem_module, solution_module, config.seed, device)
-        except Stop as stop:
-            return SKIPPED if stop.status == Status.REFERENCE_ERROR else stop.message
-        try:
+            reference_model, init_inputs = build_reference(problem_module, config.seed, device)
             inputs = input_maker(problem_module, device)(input_seed)
-            reference_output = reference_model(*clone(inputs))
+            accepted = reference_model(*clone(inputs))
             synchronize(device)
         except Exception as error:
             if lost_context(error):
                 raise
             return SKIPPED
-        if all(isinstance(value, torch.Tensor) and value.numel() == 0
-               for value in check.as_tensor_list(reference_output)):
+        if all(isinstance(value, torch.Tensor) and value.numel() == 0 for value in check.as_tensor_list(accepted)):
             return SKIPPED  # a degenerate configuration: nothing to compare
+        guards.poison(accepted)
+        del accepted
         try:
+            candidate_model = build_candidate(solution_module, init_inputs, config.seed, device)
             candidate_output = call(candidate_model, clone(inputs), device, Status.RUNTIME_ERROR)
         except Stop as stop:
             return stop.message
+        reference_output = call_reference(reference_model, inputs, device)
         outcome = check.compare(candidate_output, reference_output, config.tolerance_for)
         if not outcome.passed:
             verdict = ask_truth(reference_model, inputs, candidate_output, reference_output, context)

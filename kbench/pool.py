@@ -21,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
+from typing import Callable
 
 from kbench.forkserver import ForkedWorker, ForkServer, server_key
 
@@ -43,27 +44,28 @@ class WorkerPool:
         self._waiting: dict[tuple[str, str], list[Worker]] = {}
         self._servers: dict[tuple[tuple, bool], ForkServer] = {}
         self._servers_lock = threading.Lock()
+        self._generation = 0  # kill_all starts a new one: jobs of an earlier one get no new worker
 
     # --- running a job ---------------------------------------------------------------------------
 
     def run(self, job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
-            device: str) -> int | None:
+            device: str, while_waiting: Callable[[], None] = lambda: None) -> int | None:
         """Run one job in a worker; kill the worker's session when done or out of time. Returns the exit
-        code (negative: killed by that signal), or None on timeout."""
+        code (negative: killed by that signal), or None on timeout. `while_waiting` runs about every
+        WAIT_STEP_S while the worker runs (to show its progress)."""
+        generation = self._generation
         with log_path.open("ab") as log:
             if extra_environment:
-                process = self._start([str(job_path)], log, environment(extra_environment))
+                process = self._start([str(job_path)], log, environment(extra_environment), generation)
             else:
-                process = self._take_waiting(device)
+                process = self._adopt(self._take_waiting(device), generation)
                 try:
                     process.stdin.write(f"{job_path}\n".encode())
                     process.stdin.flush()
                 except OSError:
                     pass  # the waiting worker died: its exit code tells what happened
             try:
-                return process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                return None
+                return _wait(process, timeout_s, while_waiting)
             finally:
                 self._end(process)
 
@@ -104,19 +106,26 @@ class WorkerPool:
     # --- ending ------------------------------------------------------------------------------------
 
     def kill_all(self) -> None:
-        """Ctrl-C: kill every running worker session (builds and evaluations) so nothing outlives kbench."""
+        """Ctrl-C: kill every running worker session (builds and evaluations) and the fork servers, at once, so
+        nothing outlives kbench; a job already under way gets no new worker (run raises PoolClosed)."""
         with self._lock:
+            self._generation += 1
             sessions = list(self._sessions)
         for session_id in sessions:
             kill_session(session_id)
+        self._stop_servers()
 
     def close(self) -> None:
         """At exit: the waiting workers and the fork servers go."""
         self.stop_waiting()
+        self._stop_servers()
+
+    def _stop_servers(self) -> None:
         with self._servers_lock:
-            for server in self._servers.values():
-                server.stop()
+            servers = list(self._servers.values())
             self._servers.clear()
+        for server in servers:
+            server.stop()
 
     # --- internals ---------------------------------------------------------------------------------
 
@@ -139,13 +148,22 @@ class WorkerPool:
     def _start_waiting(self, device: str) -> Worker:
         return self._start(["--wait", device], subprocess.DEVNULL, environment({}))
 
-    def _start(self, arguments: list[str], stdout, env: dict) -> Worker:
-        """`python -m kbench.worker ARGUMENTS`, output to `stdout` (a file or DEVNULL), recorded as a live session."""
+    def _start(self, arguments: list[str], stdout, env: dict, generation: int | None = None) -> Worker:
+        """`python -m kbench.worker ARGUMENTS`, output to `stdout` (a file or DEVNULL), recorded as a live session
+        (for a job of `generation`: killed again, with PoolClosed, when kill_all came in between)."""
         process = self._fork(arguments, None if stdout == subprocess.DEVNULL else stdout.fileno(), env)
         if process is None:
+            if generation is not None and generation != self._generation:
+                raise PoolClosed("the run was interrupted")
             process = self._start_python("kbench.worker", arguments, stdout=stdout, env=env)
         with self._lock:
             self._sessions.add(process.pid)
+        return self._adopt(process, generation)
+
+    def _adopt(self, process: Worker, generation: int | None) -> Worker:
+        if generation is not None and generation != self._generation:
+            self._end(process)
+            raise PoolClosed("the run was interrupted")
         return process
 
     def _end(self, process: Worker) -> None:
@@ -182,7 +200,22 @@ class WorkerPool:
 
 
 class PoolClosed(RuntimeError):
-    """No worker can be started any more: kbench is exiting."""
+    """No worker can be started for this job: kbench is exiting, or the run was interrupted."""
+
+
+WAIT_STEP_S = 0.5
+
+
+def _wait(process: Worker, timeout_s: float, while_waiting: Callable[[], None]) -> int | None:
+    """The worker's exit code, or None when it runs past `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return process.wait(timeout=max(0.0, min(WAIT_STEP_S, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                return None
+            while_waiting()
 
 
 _pool: WorkerPool | None = None

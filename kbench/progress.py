@@ -50,6 +50,10 @@ class Progress:
         self.record = replace(self.record, sweep=counts)
         self.enter("sweeping", configuration)
 
+    def add_seconds(self, name: str, seconds: float) -> None:
+        """Seconds of work within a phase worth its own entry in phase_s (making fresh inputs, say)."""
+        self.phase_seconds[name] = self.phase_seconds.get(name, 0.0) + seconds
+
     def seconds_in(self, phase: str, now: float) -> float:
         spent = self.phase_seconds.get(phase, 0.0)
         return spent + (now - self.phase_started if phase == self.record.phase else 0.0)

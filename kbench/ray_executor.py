@@ -83,15 +83,15 @@ class RayExecutor:
         pass
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
-              rank: int = 0) -> Result:
+              rank: int = 0, on_progress=None) -> Result:
         # A task cannot reserve more CPUs than one node has. Compilers are not ordered across builds
-        # (rank is unused).
+        # (rank is unused), and a node's progress does not travel back (on_progress is unused).
         threads = max(1, min(build_threads, self._largest_node_cpus()))
         task = self._build_task.options(num_cpus=threads, name=f"kbench build {pair[1].name}")
         return self._run(task, pair, config, device, run_id, build_only=True, build_threads=threads,
                          build_nice=BUILD_NICE)
 
-    def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
+    def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str, on_progress=None) -> Result:
         # A GPU evaluation reserves no CPU, as locally: builds filling the CPUs must not leave GPUs idle.
         needs = {"num_gpus": 1, "num_cpus": 0} if device.startswith("cuda") else {"num_cpus": 1}
         task = self._evaluation_task.options(name=f"kbench eval {pair[1].name}", **needs)

@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from kbench.config import RunConfig
 from kbench.job import Job, ProgressRecord, final_outcome
@@ -57,7 +58,7 @@ def identify(problem_path: Path, solution_path: Path, config: RunConfig, device:
 def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
              overrides: dict | None = None, run_id: str = "", build_only: bool = False,
              build_threads: int | None = None, build_nice: int = 0, slot_environment: dict | None = None,
-             identity: Identity | None = None) -> Result:
+             identity: Identity | None = None, on_progress: Callable[[ProgressRecord], None] | None = None) -> Result:
     """Judge one solution against one problem in a fresh child process.
 
     With build_only, the child only imports the solution (building its extensions into the cache)
@@ -65,7 +66,8 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     build_threads caps the compiler jobs one build may run (ninja's MAX_JOBS); build_nice lowers the
     build's CPU priority (and its compilers') by that much; slot_environment tells its compilers where
     to wait for a compile slot (slots.SlotServer.environment). `identity`: the row's identity when the
-    caller made it (a Ray node records the driver's paths and its own GPU), else made here.
+    caller made it (a Ray node records the driver's paths and its own GPU), else made here. `on_progress`
+    sees the worker's progress record every half second or so while it runs.
     """
     device = device or resolve_device(config.device)
     started = time.monotonic()
@@ -90,8 +92,11 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
                   progress_path=str(Path(scratch) / "progress.json"), overrides=overrides or {},
                   log_path=str(log_path), build_only=build_only)
         job.save(Path(scratch) / "job.json")
+        def report_progress():
+            if on_progress is not None:
+                on_progress(ProgressRecord.load(Path(job.progress_path)))
         returncode = worker_pool().run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment,
-                                       device)
+                                       device, while_waiting=report_progress)
         outcome = _read_outcome(Path(job.result_path)) if returncode == 0 else None
         if outcome is None:
             outcome = lost_worker_outcome(ProgressRecord.load(Path(job.progress_path)), returncode, config,

@@ -17,13 +17,15 @@ from typing import Callable, Protocol
 
 from kbench.build import versions_tag
 from kbench.config import RunConfig
+from kbench.job import ProgressRecord
 from kbench.results import Result, Status
-from kbench.pool import worker_pool
+from kbench.pool import PoolClosed, worker_pool
 from kbench.runner import evaluate
 from kbench.slots import Compile, SlotServer
 from kbench.solution import Solution
 
 Pair = tuple[Path, Path]  # (problem file, solution file)
+Watcher = Callable[[ProgressRecord], None]  # sees a running worker's progress
 
 
 class Executor(Protocol):
@@ -43,13 +45,15 @@ class Executor(Protocol):
         """The run's builds are over."""
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
-              rank: int = 0) -> Result:
+              rank: int = 0, on_progress: Watcher | None = None) -> Result:
         """Import the solution so its extensions build into the cache: status `built` or its failure.
 
         build_threads caps its compiler processes; rank is its place in the run's build order (0 first),
-        for executors that order compilers across builds (LocalExecutor: slots.py)."""
+        for executors that order compilers across builds (LocalExecutor: slots.py). `on_progress`, where
+        the executor can, sees the worker's progress while it runs."""
 
-    def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
+    def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str,
+                 on_progress: Watcher | None = None) -> Result:
         """Judge the solution on `device`."""
 
 
@@ -82,13 +86,15 @@ class LocalExecutor:
         return devices
 
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
-              rank: int = 0) -> Result:
+              rank: int = 0, on_progress: Watcher | None = None) -> Result:
         slot_environment = self._slots.environment(rank) if self._slots else {}
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
-                        build_threads=build_threads, build_nice=BUILD_NICE, slot_environment=slot_environment)
+                        build_threads=build_threads, build_nice=BUILD_NICE, slot_environment=slot_environment,
+                        on_progress=on_progress)
 
-    def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str) -> Result:
-        return evaluate(pair[0], pair[1], config, device=device, run_id=run_id)
+    def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str,
+                 on_progress: Watcher | None = None) -> Result:
+        return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, on_progress=on_progress)
 
 
 # A CUDA extension compiles its host and device sources as two compiler processes.
@@ -149,7 +155,8 @@ def _record_built(solution_path: Path, config: RunConfig) -> None:
 def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_id: str = "",
               jobs: int | None = None, executor: Executor | None = None,
               on_result: Callable[[Result], None] = lambda result: None,
-              on_built: Callable[[Result], None] = lambda result: None) -> list[Result]:
+              on_built: Callable[[Result], None] = lambda result: None,
+              on_progress: Callable[[Pair, ProgressRecord | None], None] = lambda pair, record: None) -> list[Result]:
     """Judge every pair; returns results in the order of `pairs`.
 
     Builds run with `jobs` compilers at once (default one per core; the executor decides how many builds
@@ -161,18 +168,20 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
     candidates still compile. A failed build is the candidate's verdict. `on_result` sees each result once,
     under a lock, as it exists.
 
+    `on_progress(pair, record)` sees each running worker's progress record, and None when it has ended.
     Ctrl-C (KeyboardInterrupt) kills every worker at once and re-raises; what the killed workers would have
     said is not a verdict, so no result reaches `on_result` after it.
     """
-    return _PairRun(pairs, config, devices, run_id, jobs, executor or LocalExecutor(), on_result, on_built).run()
+    return _PairRun(pairs, config, devices, run_id, jobs, executor or LocalExecutor(), on_result, on_built,
+                    on_progress).run()
 
 
 class _PairRun:
     """One run_pairs call: a build phase feeding a queue that one thread per evaluation device drains."""
 
-    def __init__(self, pairs, config, devices, run_id, jobs, executor, on_result, on_built):
+    def __init__(self, pairs, config, devices, run_id, jobs, executor, on_result, on_built, on_progress):
         self.pairs, self.config, self.devices, self.run_id = pairs, config, devices, run_id
-        self.executor, self.on_result, self.on_built = executor, on_result, on_built
+        self.executor, self.on_result, self.on_built, self.on_progress = executor, on_result, on_built, on_progress
         self.cores = executor.cores()
         self.jobs = max(1, jobs or self.cores)
         self.needs_cuda = [_needs_cuda(solution) for _, solution in pairs]
@@ -231,8 +240,12 @@ class _PairRun:
             self.executor.end_builds()
 
     def build(self, index: int, rank: int) -> None:
-        built = self.executor.build(self.pairs[index], self.config, self.devices[0], self.run_id,
-                                    self.threads_for(index), rank)
+        try:
+            built = self.executor.build(self.pairs[index], self.config, self.devices[0], self.run_id,
+                                        self.threads_for(index), rank, on_progress=self.watcher(index))
+        except PoolClosed:
+            return  # interrupted
+        self.on_progress(self.pairs[index], None)
         with self.lock:
             if self.interrupted:
                 return
@@ -243,6 +256,9 @@ class _PairRun:
         else:
             self.record(index, built)
 
+    def watcher(self, index: int) -> Watcher:
+        return lambda record: self.interrupted or self.on_progress(self.pairs[index], record)
+
     def threads_for(self, index: int) -> int:
         share = max(1, self.cores // self.jobs)
         return max(share, CUDA_BUILD_THREADS) if self.needs_cuda[index] else share
@@ -252,7 +268,12 @@ class _PairRun:
             index, built = item
             if self.interrupted:
                 continue
-            result = self.executor.evaluate(self.pairs[index], self.config, device, self.run_id)
+            try:
+                result = self.executor.evaluate(self.pairs[index], self.config, device, self.run_id,
+                                                on_progress=self.watcher(index))
+            except PoolClosed:
+                return  # interrupted
+            self.on_progress(self.pairs[index], None)
             if built is not None and built.build_s is not None:
                 # Report the build as the build phase saw it, not the cache hit that followed.
                 result = replace(result, build_s=built.build_s, build_reused=built.build_reused)

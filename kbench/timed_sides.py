@@ -35,34 +35,29 @@ def default_is_reference(context: Context) -> bool:
     return context.device.type != "cuda" or context.config.policy == PYTORCH_DEFAULT
 
 
-def build_sides(reference_model, candidate_model, input_sets: list, candidate_inspect, on_candidate_load,
-                context: Context) -> dict[str, TimedSide]:
-    """'reference', 'candidate' and the baselines asked for, each loading `input_sets` in turn."""
+def build_sides(reference_model, candidate_model, rounds, context: Context) -> dict[str, TimedSide]:
+    """'reference', 'candidate' and the baselines asked for, each loading the round's contents
+    (fresh.FreshRounds) into buffers of its own before its call."""
     config = context.config
     reference_inspect = guards.poison if config.guards else timing.do_nothing
-    sides = {"reference": _side(reference_model, input_sets, context, inspect=reference_inspect),
-             "candidate": _side(candidate_model, input_sets, context, inspect=candidate_inspect,
-                                on_load=on_candidate_load)}
+    sides = {"reference": _side(reference_model, rounds, context,
+                                inspect=rounds.reference_done if config.guards else timing.do_nothing),
+             "candidate": _side(candidate_model, rounds, context, inspect=rounds.candidate_done)}
     if "default" in config.baselines and not default_is_reference(context):
-        sides["default"] = _side(reference_model, input_sets, context, inspect=reference_inspect,
+        sides["default"] = _side(reference_model, rounds, context, inspect=reference_inspect,
                                  settings=policy.set_pytorch_default_precision)
     if "compile" in config.baselines:
-        compiled = _compiled_reference(reference_model, input_sets[0], context)
+        compiled = _compiled_reference(reference_model, rounds.inputs, context)
         if compiled is not None:
-            sides["compile"] = _side(compiled, input_sets, context, inspect=reference_inspect)
+            sides["compile"] = _side(compiled, rounds, context, inspect=reference_inspect)
     return sides
 
 
-def _side(model, input_sets: list, context: Context, inspect, settings=None, on_load=lambda index: None) -> TimedSide:
-    buffers = clone(input_sets[0])
-    loads = 0
+def _side(model, rounds, context: Context, inspect, settings=None) -> TimedSide:
+    buffers = clone(rounds.inputs)
 
     def prepare():
-        nonlocal loads
-        index = loads % len(input_sets)
-        loads += 1
-        load_into(buffers, input_sets[index])
-        on_load(index)
+        load_into(buffers, rounds.inputs)
         if settings:
             settings()
 

@@ -188,12 +188,15 @@ class Samples:
 
 def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
                        clock: Callable[[], float] = time.monotonic,
-                       clock_log: ClockLog | None = None) -> list[Samples]:
+                       clock_log: ClockLog | None = None,
+                       before_round: Callable[[], None] = do_nothing) -> list[Samples]:
     """Time the sides in turn, round after round (reference, candidate, baselines; each round starting
     one side later), so drift in clocks or load cancels in their ratios. Stops when every side is
     precise enough or the budget is spent. `clock_log`, when given, reads the GPU clock after the
-    warm-up, between rounds and at the end."""
+    warm-up, between rounds and at the end; `before_round` runs before every round, warm-up included
+    (it makes the round's input contents)."""
     for _ in range(rule.warmup):
+        before_round()
         for side in sides:
             _measure(side, timer)
     samples = [Samples() for _ in sides]
@@ -204,6 +207,7 @@ def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
     while not rule.done([side_samples.ms for side_samples in samples], clock() - started):
         # Each round starts with the next side, so no side always follows the loop's own work.
         first = rounds % len(sides)
+        before_round()
         for index in list(range(first, len(sides))) + list(range(first)):
             timed_ms, wall_ms = _measure(sides[index], timer)
             samples[index].ms.append(timed_ms)

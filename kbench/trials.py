@@ -3,6 +3,7 @@ need the trials' outputs (input mutation, output types, weak check, low precisio
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 from kbench import check, flags, guards
@@ -15,28 +16,22 @@ from kbench.truth import NoTruth, Verdict, float64_truth, judge_by_truth, larges
 @dataclass(frozen=True)
 class TrialsResult:
     check: CheckResult
-    input_bytes: int           # largest input set of the trials (sizes the timing's memory)
-    output_bytes: int          # largest reference output
+    output_bytes: int          # largest reference output (how many timed outputs can be checked)
 
 
 def run_trials(reference_model, candidate_model, make_inputs, context: Context) -> TrialsResult:
     """Every trial, or a Stop: incorrect at the first set of trials that does not pass, rejected on a flag."""
     config, device = context.config, context.device
-    outcomes, truth_verdicts, input_bytes, output_bytes = [], [], 0, 0
+    outcomes, truth_verdicts, output_bytes = [], [], 0
     for trial in range(config.trials):
         inputs = make_inputs(config.seed + trial)
         candidate_inputs = clone(inputs)
-        # The reference runs first at these sizes (a reference that fails is the problem's fault, whatever
-        # the candidate does), then who runs first alternates, so a candidate cannot rely on its leftovers.
-        if trial % 2 == 0:
-            reference_output = call_reference(reference_model, inputs, device)
-            candidate_output = call(candidate_model, candidate_inputs, device, Status.RUNTIME_ERROR)
-        else:
-            candidate_output = call(candidate_model, candidate_inputs, device, Status.RUNTIME_ERROR)
-            reference_output = call_reference(reference_model, inputs, device)
+        # The candidate first: while it runs, no reference output for its inputs exists (the reference
+        # already ran at these sizes before the candidate was imported: evaluation.py).
+        candidate_output = call(candidate_model, candidate_inputs, device, Status.RUNTIME_ERROR)
+        reference_output = call_reference(reference_model, inputs, device)
         context.checkpoint("calling ModelNew")
         guard_output(context, candidate_output)
-        input_bytes = max(input_bytes, tensor_bytes(inputs))
         output_bytes = max(output_bytes, tensor_bytes(reference_output))
         if guards.inputs_mutated(inputs, candidate_inputs):
             context.findings.flag(flags.MUTATED_INPUTS, "forward changed its input tensors in place")
@@ -54,23 +49,27 @@ def run_trials(reference_model, candidate_model, make_inputs, context: Context) 
             _note_low_precision(reference_model, inputs, reference_output, candidate_output, context)
         guards.poison(reference_output)  # freed reference memory must not hold the answer for the next call
         del candidate_output, reference_output
-    if not context.check.passed:
-        raise Stop(Status.INCORRECT, context.check.first_mismatch or "outputs differ")
+    if not context.check.passed:  # with the notes: that no float64 truth could decide, say
+        raise Stop(Status.INCORRECT, "; ".join([context.check.first_mismatch or "outputs differ",
+                                                *context.findings.notes]))
     if truth_verdicts:
         context.findings.note(f"float64 truth decided {len(truth_verdicts)} trial(s) the float32 reference failed: "
                               f"the candidate is off it by {context.check.truth_candidate_err:.2g}, the float32 "
                               f"reference by {context.check.truth_reference_err:.2g}")
-    return TrialsResult(context.check, input_bytes, output_bytes)
+    return TrialsResult(context.check, output_bytes)
 
 
 def ask_truth(reference_model, inputs, candidate_output, reference_output, context: Context) -> Verdict | None:
     """A comparison the candidate failed against the float32 reference, asked again of the float64 truth;
     None (with a note: the float32 reference decides) where the truth cannot be computed."""
+    started = time.perf_counter()
     try:
         truth = float64_truth(reference_model, inputs, context.device)
     except NoTruth as reason:
         context.findings.note(f"no float64 truth ({reason}): the float32 reference decided")
         return None
+    finally:
+        context.progress.add_seconds("float64 truth", time.perf_counter() - started)
     return judge_by_truth(candidate_output, reference_output, truth, context.config.tolerance_for)
 
 

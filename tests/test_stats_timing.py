@@ -132,17 +132,3 @@ def test_every_side_is_sampled_in_turn_and_all_must_be_precise():
                                  HostTimer(clock), rule, clock=clock)
     assert order[:9] == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert [len(s.ms) for s in samples] == [20, 20, 20]  # the noisy side keeps everyone sampling
-
-
-def test_timed_input_rotation_is_sized_from_real_outputs_and_free_memory():
-    """conv2d's official size: 1.07 GB of input, 8.55 GB of output. Three input sets with their expected
-    outputs fit an H200's free memory; with less free, fewer sets, down to one (sizing that assumed
-    outputs as large as inputs would still pick three at 60 GB free, and run out of memory)."""
-    from kbench.measure import rotation_size as _rotation_size
-
-    gb = 10 ** 9
-    conv2d = dict(input_bytes=int(1.07 * gb), output_bytes=int(8.55 * gb), sides=3)
-    assert _rotation_size(**conv2d, free_bytes=140 * gb) == 3
-    assert _rotation_size(**conv2d, free_bytes=60 * gb) == 2
-    assert _rotation_size(**conv2d, free_bytes=30 * gb) == 1
-    assert _rotation_size(**conv2d, free_bytes=None) == 3  # a CPU: memory is not the limit

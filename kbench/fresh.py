@@ -1,0 +1,92 @@
+"""Input contents for the timing loop, fresh every round, and the check of the candidate's timed outputs.
+
+A candidate that remembers outputs keyed by its inputs' contents (a few sampled values are enough) is
+fooled by nothing but contents it has never seen. So each round of the timing loop draws new contents from
+the problem's own input distribution (its get_inputs() under a seed from os.urandom, made on the device)
+and every side loads them into its own buffers before its call, outside the timed region: reference and
+candidate are timed on the same contents. The candidate's output is checked against the reference's for
+those contents; the reference's timed output is poisoned as soon as it is taken unless the candidate has
+already run, so while the candidate runs no reference output for its inputs exists (where the reference
+ran first, its output is computed again after the candidate's call, untimed).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+from kbench import check, flags, guards
+from kbench.loading import call_reference, clone_output, synchronize
+from kbench.progress import Context, Stop
+from kbench.results import Status
+from kbench.trials import ask_truth, guard_output
+
+# Timed outputs up to this size are all checked; larger ones on a random share of calls.
+CHECK_EVERY_CALL_BYTES = 64 << 20
+CHECK_PROBABILITY = 0.25
+
+
+class FreshRounds:
+    """The current round's input contents, and what the candidate and the reference did with them."""
+
+    def __init__(self, make_inputs, reference_model, output_bytes: int, context: Context):
+        self.make_inputs = make_inputs
+        self.reference_model = reference_model
+        self.context = context
+        self.fresh = context.config.guards  # without guards: one set of contents, nothing checked
+        # Unpredictable to the candidate: it cannot know the contents, nor which calls are checked.
+        self.random = random.Random(int.from_bytes(os.urandom(8), "little"))
+        self.generate_s = 0.0      # seconds spent making contents (untimed, but overhead)
+        self.inputs: list = []
+        self.check_all = output_bytes <= CHECK_EVERY_CALL_BYTES
+        self.calls = 0
+        self.rounds = 0
+        self.new_round()
+
+    def new_round(self) -> None:
+        if self.rounds and not self.fresh:
+            return
+        started = time.perf_counter()
+        self.inputs = self.make_inputs(self.random.getrandbits(63))
+        synchronize(self.context.device)
+        self.generate_s += time.perf_counter() - started
+        self.rounds += 1
+        self.reference_ran = False
+        self.candidate_output = None  # a copy, kept until the reference runs on these contents
+
+    def reference_done(self, output) -> None:
+        """After the reference's timed call on this round's contents."""
+        if self.candidate_output is not None:
+            self._compare(self.candidate_output, output)
+            self.candidate_output = None
+        guards.poison(output)
+        self.reference_ran = True
+
+    def candidate_done(self, output) -> None:
+        """After the candidate's timed call on this round's contents."""
+        if not self.fresh:
+            return
+        self.calls += 1
+        if not (self.check_all or self.calls <= 2 or self.random.random() < CHECK_PROBABILITY):
+            return
+        guard_output(self.context, output)
+        self.context.findings.raise_if_rejected()
+        if not self.reference_ran:
+            self.candidate_output = clone_output(output)
+            return
+        expected = call_reference(self.reference_model, self.inputs, self.context.device)
+        self._compare(output, expected)
+        guards.poison(expected)
+
+    def _compare(self, output, expected) -> None:
+        outcome = check.compare(output, expected, self.context.config.tolerance_for)
+        if outcome.passed:
+            return
+        verdict = ask_truth(self.reference_model, self.inputs, output, expected, self.context)
+        if verdict is not None and verdict.candidate_passed:
+            return  # more accurate than the float32 reference on these contents, not wrong
+        findings = self.context.findings
+        findings.flag(flags.STALE_OUTPUT, f"timed call {self.calls} returned a wrong output for its "
+                                          f"inputs (memoised or skipped work): {outcome.mismatch}")
+        raise Stop(Status.REJECTED, "; ".join(findings.flag_messages))

@@ -1,0 +1,58 @@
+"""On a CUDA device: a lost CUDA context and a float32 reference less accurate than the candidate do not cost
+a candidate its verdict (tests/fixtures/gpu/README.md).
+
+Run on the GPU machine: python3 -m pytest -m gpu
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kbench import flags
+from kbench.config import RunConfig
+from kbench.results import Status
+from kbench.scheduler import run_pairs
+
+from conftest import FIXTURES, PROBLEMS
+
+pytestmark = pytest.mark.gpu
+
+GPU = FIXTURES / "gpu"
+PAIRS = {
+    "oob_at_other_sizes.py": PROBLEMS / "axpy.py",
+    "breaks_context_in_trials.py": PROBLEMS / "axpy.py",
+    "double_accumulation.py": PROBLEMS / "cancellation.py",
+}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-verdicts"))
+    config = RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=1.0, sweep=8)
+    pairs = [(problem, GPU / solution) for solution, problem in PAIRS.items()]
+    return {Path(result.solution).name: result for result in run_pairs(pairs, config, devices=["cuda:0"])}
+
+
+def test_a_kernel_that_breaks_the_context_at_other_sizes_keeps_its_official_verdict(results):
+    result = results["oob_at_other_sizes.py"]
+    assert result.status == Status.CORRECT, result.message
+    assert flags.SWEEP_FAILED in result.flags
+    assert "illegal memory access" in result.sweep.first_failure, result.sweep
+    assert "n=" in result.sweep.first_failure  # the configuration that failed
+    assert "while done" not in result.message and result.speedup is not None
+
+
+def test_a_context_lost_in_the_trials_is_a_runtime_error_naming_the_phase(results):
+    result = results["breaks_context_in_trials.py"]
+    assert result.status == Status.RUNTIME_ERROR, result.message
+    assert "while checking" in result.message and "illegal memory access" in result.message
+
+
+def test_an_honest_kernel_more_accurate_than_the_reference_is_correct(results):
+    result = results["double_accumulation.py"]
+    assert result.status == Status.CORRECT, result.message
+    assert result.check.truth_trials > 0 and result.check.truth_candidate_err < result.check.truth_reference_err
+    assert flags.SWEEP_FAILED not in result.flags, result.sweep

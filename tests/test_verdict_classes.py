@@ -1,0 +1,133 @@
+"""Verdicts that hold: the float64 truth decides when the float32 reference is the one that is wrong, the
+problem's own faults are reference errors, and Ctrl-C never invents a verdict."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from kbench.results import Status, read_rows
+from kbench.runner import evaluate
+
+from conftest import PROBLEMS, REPO, SOLUTIONS
+
+CANCELLATION = PROBLEMS / "cancellation.py"
+
+
+def test_a_candidate_more_accurate_than_the_float32_reference_is_correct(cpu_config):
+    result = evaluate(CANCELLATION, SOLUTIONS / "cancellation/exact.py", cpu_config)
+    assert result.status == Status.CORRECT, result.message
+    assert result.check.truth_trials == result.check.trials_total  # every trial failed the float32 reference
+    assert result.check.truth_candidate_err < 1e-3 < result.check.truth_reference_err
+    assert "float64 truth decided" in result.message
+    assert result.sweep.passed == result.sweep.run > 0, result.sweep  # sweep configurations ask the truth too
+    row = result.to_row()
+    assert row["truth_trials"] == result.check.trials_total and row["truth_reference_err"] > 1.0
+
+
+def test_a_candidate_wrong_against_both_stays_incorrect(cpu_config):
+    result = evaluate(CANCELLATION, SOLUTIONS / "cancellation/slightly_wrong.py", replace(cpu_config, sweep=0))
+    assert result.status == Status.INCORRECT, result.message
+    assert result.check.truth_trials == 0
+
+
+def test_without_a_float64_truth_the_float32_reference_decides_and_the_row_says_so(cpu_config, tmp_path):
+    problem, solution = tmp_path / "rounds.py", tmp_path / "rounds_off.py"
+    problem.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                       "        return (x * 1000).round().int()\n"
+                       "def get_inputs():\n    return [torch.rand(64)]\ndef get_init_inputs():\n    return []\n")
+    solution.write_text("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                        "        return (x * 1000).round().int() + 1\n")
+    result = evaluate(problem, solution, replace(cpu_config, sweep=0))
+    assert result.status == Status.INCORRECT
+    assert "no float64 truth (the reference has no floating-point output): the float32 reference decided" \
+        in result.message
+
+
+def test_a_problem_whose_get_inputs_raises_is_a_reference_error(cpu_config, tmp_path):
+    problem = tmp_path / "broken_inputs.py"
+    problem.write_text((PROBLEMS / "axpy.py").read_text() +
+                       "\n\ndef get_inputs():\n    raise ValueError('the problem file is broken')\n")
+    result = evaluate(problem, SOLUTIONS / "axpy/correct_plain.py", replace(cpu_config, sweep=0))
+    assert result.status == Status.REFERENCE_ERROR, result.message
+    assert "get_inputs() failed: ValueError: the problem file is broken" in result.message
+
+
+def test_a_reference_failing_at_reduced_cpu_sizes_is_its_fault_with_a_hint(cpu_config, tmp_path):
+    problem, solution = tmp_path / "needs_whole_rows.py", tmp_path / "doubles.py"
+    problem.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                       "        assert x.numel() % 64 == 0, 'needs whole rows of 64'\n        return x * 2\n"
+                       "n = 4096\nKBENCH_SMALL = {'n': 100}\n"
+                       "def get_inputs():\n    return [torch.rand(n)]\ndef get_init_inputs():\n    return []\n")
+    # An exact copy of the reference: it fails where the reference does, and must not be blamed for it.
+    solution.write_text(problem.read_text().replace("class Model(", "class ModelNew("))
+    result = evaluate(problem, solution, replace(cpu_config, sweep=0))
+    assert result.status == Status.REFERENCE_ERROR, result.message  # the reference ran first, and failed
+    assert "needs whole rows of 64" in result.message and "try --full-size" in result.message
+    assert evaluate(problem, solution, replace(cpu_config, sweep=0, full_size=True)).status == Status.CORRECT
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------------------
+
+HELD = """
+import os, pathlib, time
+def _hold(name):
+    folder = pathlib.Path({folder!r})
+    (folder / name).touch()
+    while (folder / "hold").exists():
+        time.sleep(0.05)
+"""
+
+
+def _interruptible_sweep(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """problems/axpy.py with three solutions: one quick, one whose build (import) waits while `hold` exists,
+    one whose forward waits while it exists."""
+    problems, solutions = tmp_path / "problems", tmp_path / "solutions" / "axpy"
+    problems.mkdir()
+    solutions.mkdir(parents=True)
+    (problems / "axpy.py").write_text((PROBLEMS / "axpy.py").read_text())
+    plain = (SOLUTIONS / "axpy/correct_plain.py").read_text()
+    (solutions / "a_quick.py").write_text(plain)
+    held = HELD.format(folder=str(tmp_path))
+    (solutions / "b_build.py").write_text(plain + held + "# builds like load_inline would\n_hold('building')\n")
+    (solutions / "c_evaluation.py").write_text(plain + held + "_forward = ModelNew.forward\n"
+                                               "def forward(self, *args):\n    _hold('evaluating')\n"
+                                               "    return _forward(self, *args)\nModelNew.forward = forward\n")
+    (tmp_path / "hold").touch()
+    return problems, solutions.parent, tmp_path / "results.csv"
+
+
+def _sweep(problems, solutions, out, cache_dir, *extra) -> list[str]:
+    return [sys.executable, "-m", "kbench", "sweep", "--problems", str(problems), "--solutions", str(solutions),
+            "--out", str(out), "--device", "cpu", "--time-budget", "0.2", "--sweep", "0", "--cache-dir",
+            str(cache_dir), *extra]
+
+
+def test_ctrl_c_in_builds_and_evaluations_stops_at_once_and_resume_completes(tmp_path, cache_dir):
+    problems, solutions, out = _interruptible_sweep(tmp_path)
+    environment = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    process = subprocess.Popen(_sweep(problems, solutions, out, cache_dir), env=environment,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while not ((tmp_path / "building").exists() and (tmp_path / "evaluating").exists()):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.1)
+    interrupted = time.monotonic()
+    process.send_signal(signal.SIGINT)  # as the terminal does: to kbench, not to its workers' sessions
+    _, stderr = process.communicate(timeout=30)
+    assert time.monotonic() - interrupted < 2.0, stderr
+    assert process.returncode == 130, stderr
+    rows = read_rows(out)  # a valid CSV, with only real verdicts in it
+    assert [Path(row["solution"]).name for row in rows] == ["a_quick.py"] and rows[0]["status"] == "correct"
+
+    (tmp_path / "hold").unlink()
+    resumed = subprocess.run(_sweep(problems, solutions, out, cache_dir, "--resume"), env=environment,
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    rows = read_rows(out)
+    assert sorted(Path(row["solution"]).name for row in rows) == ["a_quick.py", "b_build.py", "c_evaluation.py"]
+    assert all(row["status"] == "correct" for row in rows), [row["message"] for row in rows]
