@@ -7,7 +7,9 @@ problem may declare its sweep space and its small sizes:
     KBENCH_SMALL = {"batch_size": 2, "length": 512}
 
 Without a declaration (every KernelBench file as it is) both are derived from the globals those two
-functions read: integers, booleans and tuples of integers.
+functions read: integers, booleans and tuples of integers. Two kinds of those are not varied:
+globals computed from other globals (`bias_shape = (out_channels, 1, 1)`), which follow their
+sources under `overridden`, and axis globals (see `is_axis`), which keep their official value.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 from types import ModuleType
 from typing import Iterator
 
-from kbench.problem import overridden
+from kbench.problem import derived_globals, overridden
 
 SWEEP_DECLARATION = "KBENCH_SWEEP"
 SMALL_DECLARATION = "KBENCH_SMALL"
@@ -39,8 +41,27 @@ KNOB_VALUES = [
 ]
 
 
+# Axis-selecting globals (`dim = 1` of a cumsum, `reduce_dim`, `axes = (2, 3)`) are not sizes. KernelBench
+# also names sizes `dim` (`dim = 393216`), `dim1` and `embed_dim`, so a global is an axis only when its
+# name's last word is dim/dims/axis/axes and every value is an axis of a tensor of rank MAX_RANK. A
+# small size so named (`hidden_dim = 4`) then keeps its official value too, which is already small.
+AXIS_NAME = re.compile(r"(?:\w*_)?(?:dim|dims|axis|axes)")
+MAX_RANK = 8
+
+
+def is_axis(name: str, value: object) -> bool:
+    """Whether a global selects a dimension (kept as it is) rather than sizing one."""
+    values = value if isinstance(value, tuple) else (value,)
+    return bool(AXIS_NAME.fullmatch(name.lower())) and all(
+        type(v) is int and -MAX_RANK <= v < MAX_RANK for v in values)
+
+
 def parameter_globals(module: ModuleType) -> dict[str, object]:
-    """Globals read by get_inputs()/get_init_inputs() that a sweep can vary: ints, bools, int tuples."""
+    """Globals read by get_inputs()/get_init_inputs() that a sweep can vary: ints, bools, int tuples.
+
+    Derived globals and axes are left out: they follow their sources or keep their official value.
+    """
+    derived = derived_globals(module)
     names = []
     for function_name in ("get_inputs", "get_init_inputs"):
         function = getattr(module, function_name, None)
@@ -50,6 +71,8 @@ def parameter_globals(module: ModuleType) -> dict[str, object]:
     found = {}
     for name in dict.fromkeys(names):
         value = getattr(module, name, None)
+        if name in derived or is_axis(name, value):
+            continue
         if isinstance(value, bool) or (isinstance(value, int)) or (
                 isinstance(value, tuple) and value and all(type(v) is int for v in value)):
             found[name] = value
