@@ -127,12 +127,29 @@ def capture_graph(call: Callable[[], object], repeats: int = 1, between: Callabl
         # When ending the capture fails, torch.cuda.graph leaves its capture stream current: later
         # torch ops would then race kernels that launch on the default stream.
         torch.cuda.set_stream(current_stream)
+        try:
+            _end_generator_capture()
+        except Exception:
+            pass  # the device itself failed (a lost context): the capture's own error says more
         raise
 
     def replay():
         graph.replay()
         return output
     return replay
+
+
+def _end_generator_capture() -> None:
+    """A capture that fails to end leaves the default CUDA generator in capture mode (torch ends it only when
+    a capture ends cleanly), and every later random op on the device fails ("Offset increment outside graph
+    capture"). One capture that ends cleanly takes it out of that mode."""
+    import torch
+
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        torch.zeros(1, device="cuda").add_(1)
+    del graph
 
 
 @dataclass(frozen=True)
