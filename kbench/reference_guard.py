@@ -311,5 +311,5 @@ def slowed_reference_message(before_ms: list[float], during_ms: list[float]) -> 
     ratio = stats.slowdown(before_ms, during_ms)
     if ratio is None:
         return None
-    return (f"the reference ran {ratio:.2f}x slower once the candidate was loaded (median "
+    return (f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "
             f"{stats.median(during_ms):.3g} ms against {stats.median(before_ms):.3g} ms before it was imported)")

@@ -308,3 +308,23 @@ def test_nan_parameters_and_repeated_snapshots_are_stable():
     snapshot = ReferenceSnapshot.take(module, model)
     assert snapshot.changed() == []
     assert ReferenceSnapshot.take(module, model).capture().keys() == snapshot.capture().keys()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64, torch.int64, torch.bool,
+                                   torch.complex64])
+def test_checksum_sees_any_change_of_bits_or_places(dtype):
+    module, model, _ = built(CONVT)
+    snapshot = ReferenceSnapshot(module, model)
+    values = (torch.rand(5000) * 100).to(dtype) if dtype != torch.bool else torch.rand(5000) > 0.5
+    values[0], values[1021] = values[1021].clone() + (1 if dtype != torch.bool else False), values[1021]
+    base = int(snapshot._checksum(values))
+    assert int(snapshot._checksum(values.clone())) == base
+    for first, second in [(0, 1), (0, 1021), (5, 4000)]:  # same row, same column, anywhere
+        swapped = values.clone()
+        swapped[first], swapped[second] = values[second], values[first]
+        if not torch.equal(swapped, values):
+            assert int(snapshot._checksum(swapped)) != base, (first, second)
+    flipped = values.clone()
+    flipped.view(torch.uint8)[7] ^= 1  # one bit
+    assert int(snapshot._checksum(flipped)) != base
+    assert int(snapshot._checksum(values.view(50, 100).t())) != base  # another layout reads another order
