@@ -245,16 +245,14 @@ def _aten_ops(call: Callable[[], object]) -> list[str]:
 
 def _dispatch_entries(op: str) -> tuple:
     """The dispatcher's kernel registrations for every overload of an aten op, runtime keys only."""
-    packet = getattr(torch.ops.aten, op.removeprefix("aten::"), None)
-    if packet is None:
+    try:
+        packet = getattr(torch.ops.aten, op.removeprefix("aten::"))
+        names = [op if overload == "default" else f"{op}.{overload}" for overload in packet.overloads()]
+        dumps = {name: torch._C._dispatch_dump(name) for name in names}
+    except Exception:  # a profiler event named like an op that the dispatcher does not know
         return ()
-    entries = []
-    for overload in packet.overloads():
-        name = op if overload == "default" else f"{op}.{overload}"
-        for line in torch._C._dispatch_dump(name).splitlines():
-            if line.partition(": ")[0] in _RUNTIME_KEYS:
-                entries.append(f"{name} {line}")
-    return tuple(entries)
+    return tuple(f"{name} {line}" for name, dump in dumps.items() for line in dump.splitlines()
+                 if line.partition(": ")[0] in _RUNTIME_KEYS)
 
 
 def _process_settings() -> dict:

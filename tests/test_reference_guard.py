@@ -226,24 +226,36 @@ def every_problem() -> list[Path]:
         sorted((CHEATS / "problems").glob("*.py"))
 
 
-def test_what_the_worker_does_to_a_reference_changes_nothing():
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_what_the_worker_does_to_a_reference_changes_nothing(device):
     """Every problem at its small CPU size: repeated calls, op recording, a float64 deep copy, the
-    profiler; none of it is tampering."""
+    profiler; on a GPU also a CUDA graph capture and the kernel attribution. None of it is tampering."""
     guards.prime_dispatch()
     for path in every_problem():
         module = load_module(path, "kbench_problem")
         with torch.no_grad(), overridden(module, params.small_overrides(module)):
             torch.manual_seed(0)
-            model = module.Model(*module.get_init_inputs())
-            inputs = module.get_inputs()
+            model = module.Model(*module.get_init_inputs()).to(device)
+            with torch.device(device):
+                inputs = module.get_inputs()
             snapshot = ReferenceSnapshot.take(module, model, probe=lambda: model(*inputs))
-            for _ in range(3):
-                model(*inputs)
-            guards.record_ops(lambda: model(*inputs))
-            copy.deepcopy(model).double()(*[x.double() if x.is_floating_point() else x for x in inputs])
-            with torch.autograd.profiler.profile(use_cpu=True):
-                model(*inputs)
+            _use_like_the_worker(model, inputs, device)
             assert snapshot.changed() == [], path.name
+
+
+def _use_like_the_worker(model, inputs, device) -> None:
+    for _ in range(3):
+        model(*inputs)
+    guards.record_ops(lambda: model(*inputs))
+    copy.deepcopy(model).double()(*[x.double() if x.is_floating_point() else x for x in inputs])
+    with torch.autograd.profiler.profile(use_cpu=True):
+        model(*inputs)
+    if device == "cuda":
+        from kbench import kernels, timing
+
+        kernels.profile_kernels(lambda: model(*inputs))
+        timing.capture_graph(lambda: model(*inputs), repeats=2)()
+        torch.cuda.synchronize()
 
 
 @pytest.mark.slow
