@@ -87,7 +87,8 @@ class ReferenceSnapshot:
         return snapshot
 
     def changed(self) -> list[str]:
-        """Readable names of what differs from the snapshot (empty when nothing does)."""
+        """Readable names of what differs from the snapshot (empty when nothing does). Call it under
+        the same global overrides as take() (a sweep's overrides read as changed globals)."""
         now = self.capture()
         names = []
         for key in sorted(self.baseline.keys() | now.keys()):

@@ -178,6 +178,7 @@ TAMPERING = [
      "parameter conv.weight"),
     ("layer setting", CONVT, lambda m, model, mp: setattr(model.conv, "stride", (1,)), "attribute conv.stride"),
     ("training mode", CONVT, lambda m, model, mp: model.train(False) and None, "attribute training"),
+    ("input maker", CONVT, lambda m, model, mp: mp.setattr(torch, "rand", torch.zeros), "torch.rand"),
     ("threads", CONVT, fewer_threads, "setting torch.get_num_threads()"),
     ("profile hook", CONVT, profile_hook, "setting sys.getprofile()"),
     ("dispatcher kernel", CONVT, override_kernel, "dispatcher kernels of aten::convolution"),
