@@ -80,7 +80,9 @@ def classify(events: Iterable[Event]) -> KernelReport:
     the host ops enclosing that one on its thread, or to the caller when there is none."""
     events = list(events)
     host = [event for event in events if not event.on_device]
-    by_id = {event.correlation: event for event in host if event.correlation}
+    # Ops only: runtime calls (cudaLaunchKernel) are host events too, linked to an op, and their
+    # correlation ids come from CUPTI's own sequence, which can repeat an op's id.
+    by_id = {event.correlation: event for event in host if event.correlation and not event.linked}
     outermost: dict[int, str | None] = {}
     launches = []
     for kernel in filter(is_kernel, events):

@@ -42,6 +42,12 @@ def test_a_kernel_under_no_aten_op_is_the_caller_s_own():
     assert kernels.message(report) is None
 
 
+def test_a_runtime_call_with_the_same_id_as_an_op_is_not_that_op():
+    runtime_call = Event("cudaLaunchKernel", False, 2, 1, 50, 60, 1, "cuda_runtime")  # launched by aten::mm
+    events = [op("aten::mm", 1, 0, 100), op("myext::run", 2, 400, 600), runtime_call, kernel("own_kernel", 2, 1000)]
+    assert kernels.classify(events).launches[0].library_op is None
+
+
 def test_ops_on_another_thread_do_not_enclose_a_launch():
     events = [op("aten::add", 1, 0, 1000, thread=2), op("record_function", 2, 10, 20, thread=1),
               kernel("own_kernel", 2, 1000)]
