@@ -6,6 +6,8 @@ it with a fake clock and the GPU path uses CUDA events with an L2 flush.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
@@ -43,23 +45,30 @@ class CudaEventTimer:
 
     The flush writes a buffer twice the size of L2 before the start event, so neither model finds
     its inputs or weights warm in cache from the previous call; the flush itself is not timed.
+    Before it, the persisting L2 carve-out is released and persisting lines are made normal again
+    (PersistingL2): lines a candidate marked persisting would otherwise survive the flush.
     After the end event kbench waits for the whole device, not just the timed stream, and keeps
     that wall time too: work hidden on another stream shows up there and not in the events.
     """
 
     name = "cuda-events"
 
-    def __init__(self, device):
+    def __init__(self, device, release_persisting_l2: bool = True):
         import torch
 
         self._event = torch.cuda.Event
         self._synchronize = torch.cuda.synchronize
+        self._capturing = torch.cuda.is_current_stream_capturing
         self._clock = time.perf_counter
         self.device = device
         l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
         self.flush_buffer = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device=device)
+        self.persisting_l2 = PersistingL2() if release_persisting_l2 else None
 
     def flush(self) -> None:
+        # Host calls cannot be captured: inside a CUDA graph the flush is the buffer write alone.
+        if self.persisting_l2 is not None and not self._capturing():
+            self.persisting_l2.release()
         self.flush_buffer.zero_()
 
     def measure(self, call: Callable[[], object]) -> tuple[float, float, object]:
@@ -73,6 +82,86 @@ class CudaEventTimer:
         self._synchronize(self.device)
         wall_ms = (self._clock() - wall_start) * 1e3
         return start.elapsed_time(end), wall_ms, output
+
+
+# cudaLimitPersistingL2CacheSize and CU_LIMIT_PERSISTING_L2_CACHE_SIZE (0x05 is the fetch granularity).
+_LIMIT_PERSISTING_L2 = 0x06
+_RUNTIME_CALLS = ("cudaCtxResetPersistingL2Cache", "cudaDeviceGetLimit", "cudaDeviceSetLimit", "cudaGetLastError")
+_DRIVER_CALLS = ("cuCtxResetPersistingL2Cache", "cuCtxGetLimit", "cuCtxSetLimit", None)
+
+
+class PersistingL2:
+    """Releases the persisting L2 carve-out and makes persisting lines normal, before each timed call.
+
+    A candidate can set aside part of L2 for persisting accesses (cudaDeviceSetLimit) and mark its
+    inputs or weights persisting with an access-policy window on the timed stream; the flush's
+    normal writes then cannot evict them. Resetting the lines alone is not enough while the
+    carve-out stays (normal writes do not use it), so the limit goes back to 0 as well (only when it
+    is not 0 already: Hopper's default carve-out is not). The stream's window is left alone: using
+    persisting L2 within one call is a legitimate optimisation, and without the carve-out and the
+    lines it cannot carry anything from one call to the next.
+
+    Calls the CUDA runtime torch loaded (found in /proc/self/maps), else the driver (libcuda.so.1).
+    `note` says why it does nothing, when it cannot work; a failed call disables it with a note.
+    """
+
+    def __init__(self):
+        self.note: str | None = None
+        self._reset = self._get_limit = self._set_limit = self._clear_error = None
+        try:
+            self._bind()
+        except OSError as error:
+            self.note = f"persisting L2 lines are not reset before timed calls ({error})"
+
+    def _bind(self) -> None:
+        runtime = loaded_library("libcudart")
+        choices = ([(runtime, _RUNTIME_CALLS)] if runtime else []) + [("libcuda.so.1", _DRIVER_CALLS)]
+        errors = []
+        for path, names in choices:
+            try:
+                library = ctypes.CDLL(path)
+                reset, get_limit, set_limit, clear_error = (getattr(library, name) if name else None
+                                                            for name in names)
+            except (OSError, AttributeError) as error:
+                errors.append(str(error))
+                continue
+            reset.restype = get_limit.restype = set_limit.restype = ctypes.c_int
+            get_limit.argtypes = [ctypes.POINTER(ctypes.c_size_t), ctypes.c_int]
+            set_limit.argtypes = [ctypes.c_int, ctypes.c_size_t]
+            self._reset, self._get_limit, self._set_limit, self._clear_error = reset, get_limit, set_limit, clear_error
+            return
+        raise OSError("; ".join(errors))
+
+    def release(self) -> None:
+        """Carve-out to 0 (when it is not), then persisting lines back to normal. Needs a device that
+        is idle (the timer synchronises after every call)."""
+        if self._reset is None:
+            return
+        limit = ctypes.c_size_t(0)
+        status = self._get_limit(ctypes.byref(limit), _LIMIT_PERSISTING_L2)
+        if status == 0 and limit.value:
+            status = self._set_limit(_LIMIT_PERSISTING_L2, 0)
+        if status == 0:
+            status = self._reset()
+        if status != 0:
+            if self._clear_error is not None:
+                self._clear_error()  # or the next kernel launch check would report this error as its own
+            self.note = f"persisting L2 lines are not reset before timed calls (CUDA error {status})"
+            self._reset = None
+
+
+def loaded_library(stem: str) -> str | None:
+    """Path of a shared library this process has loaded whose file name starts with `stem`."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1] if line.strip() else ""
+                name = os.path.basename(path)
+                if name.startswith(stem) and ".so" in name:  # libcudart.so.13, libcudart-1a2b3c.so.12
+                    return path
+    except OSError:  # not Linux
+        return None
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,314 @@
+"""Catching a candidate that changes the reference instead of itself (DESIGN.md item 10).
+
+The candidate runs in the reference's process and can reach all of it. A snapshot taken before the
+candidate is imported records what defines the reference's behaviour and speed: its classes and
+their methods, the instance tree's attributes, its parameters and buffers (identity, storage, shape,
+version counter and a content checksum), the problem module's globals, every torch function and
+module attribute its code (and the code of the layers it holds) looks up, torch.Tensor's methods,
+nn.Module's global hooks, the dispatcher's kernels for the aten ops it runs, and process settings
+that slow it down (threads, affinity, trace hooks, SDPA backends). `changed()` names what differs.
+
+A `probe` (a call of the reference) lets the snapshot learn what the reference changes itself
+(BatchNorm running statistics in training mode, a counter): those entries are left out.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from typing import Callable
+
+import torch
+
+from kbench import reach, stats
+
+REFERENCE_TAMPERING = "reference_tampering"  # rejecting: the reference (its code, weights, torch) changed
+SLOWED_REFERENCE = "slowed_reference"        # rejecting: the reference ran slower once the candidate was loaded
+
+# Dispatcher entries that run for plain dense tensors outside autocast and tracing; the others
+# (Meta, FuncTorch, sparse, ...) are filled in lazily by torch itself and do not run here.
+_RUNTIME_KEYS = {"CPU", "CUDA", "BackendSelect", "ADInplaceOrView", "AutogradCPU", "AutogradCUDA", "AutogradOther",
+                 "Autograd[alias]", "CompositeImplicitAutograd[alias]", "CompositeExplicitAutograd[alias]",
+                 "CompositeExplicitAutogradNonFunctional[alias]"}
+# Checksums multiply each element's bits by a random weight per column of a row of this width.
+_WIDTH = 1021
+_CHUNK = 1 << 22  # elements per checksum step: bounds the temporary memory
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_RUNNING_STATS = ("running_mean", "running_var", "num_batches_tracked")
+# Special methods that build, copy or show an object but do not run when it is called.
+_CONSTRUCTION = {"__init__", "__new__", "__setstate__", "__getstate__", "__reduce__", "__reduce_ex__",
+                 "__init_subclass__", "__subclasshook__", "__dir__", "__repr__", "__str__", "__doc__", "__module__"}
+
+
+class ReferenceSnapshot:
+    """What defines the reference; take it after the reference is built and moved to its device,
+    inside the problem's global overrides, before the candidate is imported."""
+
+    def __init__(self, problem_module, reference_model: torch.nn.Module):
+        self.problem = problem_module
+        self.model = reference_model
+        self.classes = _classes(reference_model)
+        own = [cls for cls in self.classes if cls is not torch.nn.Module]
+        # What runs when the reference is called (and its inputs made), apart from what builds it.
+        runtime = [value for cls in own for name, value in vars(cls).items() if name not in _CONSTRUCTION]
+        runtime += [vars(torch.nn.Module)[name] for name in ("_wrapped_call_impl", "_call_impl", "__getattr__")]
+        runtime += list(vars(problem_module).values())
+        construction = [value for cls in own for name, value in vars(cls).items() if name in _CONSTRUCTION]
+        walk = dict(skip_owners=[problem_module], short_module=problem_module.__name__)
+        lookups, self.runtime_names = reach.reached(runtime, **walk)
+        self.reached = {**reach.reached(construction, **walk)[0], **lookups}
+        self.runtime_names |= {"forward", "__call__"}
+        self.names: dict[str, tuple[str, str]] = {}  # key -> (kind, attribute name) for _matters
+        self.ops: list[str] = []
+        self.volatile: set[str] = set()
+        self.baseline: dict = {}
+        generator = torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
+        self._weights_cpu = torch.randint(1, 1 << 31, (_WIDTH,), generator=generator, dtype=torch.int64)
+        self._weights: dict = {}
+
+    @classmethod
+    def take(cls, problem_module, reference_model, probe: Callable[[], object] | None = None) -> "ReferenceSnapshot":
+        """Snapshot the reference. `probe`, when given, runs the reference once on real inputs; it is
+        called twice (once while recording the aten ops it runs, once plainly), and whatever its plain
+        call changes is the reference's own state, not compared later."""
+        snapshot = cls(problem_module, reference_model)
+        if probe is not None:
+            snapshot.ops = _aten_ops(probe)
+        first = snapshot.capture()
+        if probe is not None:
+            probe()
+            second = snapshot.capture()
+            snapshot.volatile = {key for key in first.keys() | second.keys()
+                                 if first.get(key, reach.MISSING) != second.get(key, reach.MISSING)}
+            first = second
+        snapshot.volatile |= _running_statistics(reference_model)
+        snapshot.baseline = first
+        return snapshot
+
+    def changed(self) -> list[str]:
+        """Readable names of what differs from the snapshot (empty when nothing does). Call it under
+        the same global overrides as take() (a sweep's overrides read as changed globals)."""
+        now = self.capture()
+        names = []
+        for key in sorted(self.baseline.keys() | now.keys()):
+            before, after = self.baseline.get(key, reach.MISSING), now.get(key, reach.MISSING)
+            if key in self.volatile or before == after:
+                continue
+            added = before is reach.MISSING
+            if not self._matters(key, added):
+                continue
+            names.append(f"{key} (added)" if added else f"{key} (removed)" if after is reach.MISSING else key)
+        return names
+
+    def _matters(self, key: str, added: bool) -> bool:
+        """Whether a difference can change what the reference does when it runs. A torch class's
+        entry counts when the reference's code names it or the interpreter calls it implicitly (a
+        special method other than construction's: torch.compile patches nn.Module.__init__); an
+        added attribute or global counts when the reference's code names it."""
+        kind, name = self.names.get(key, ("", ""))
+        if kind == "torch class":
+            implicit = name.startswith("__") and name.endswith("__") and name not in _CONSTRUCTION
+            return name in self.runtime_names or implicit
+        if kind == "namespace" and added:
+            return name in self.runtime_names
+        return True
+
+    def capture(self) -> dict:
+        state: dict = {}
+        tensors: list[tuple[str, torch.Tensor]] = []
+        for cls in self.classes + [torch.Tensor, torch._C.TensorBase]:
+            label = reach.describe(cls, self.problem.__name__)
+            kind = "problem class" if cls.__module__ == self.problem.__name__ else "torch class"
+            for name, value in list(vars(cls).items()):
+                state[f"{label}.{name}"] = reach.token(value)
+                self.names[f"{label}.{name}"] = (kind, name)
+        for path, module in _module_tree(self.model):
+            state[f"class of {path.rstrip('.') or 'the reference'}"] = reach.token(type(module))
+            self._capture_namespace(state, tensors, vars(module), f"attribute {path}")
+            for kind in ("parameter", "buffer"):
+                for name, tensor in list(vars(module).get(f"_{kind}s", {}).items()):
+                    if isinstance(tensor, torch.Tensor):
+                        tensors.append((f"{kind} {path}{name}", tensor))
+        self._capture_namespace(state, tensors, vars(self.problem), "problem global ")
+        for key, (owner, name) in self.reached.items():
+            state[key] = reach.token(reach.lookup(owner, name))
+        state.update(_process_settings())
+        for op in self.ops:
+            state[f"dispatcher kernels of {op}"] = _dispatch_entries(op)
+        for (key, tensor), contents in zip(tensors, self._contents([tensor for _, tensor in tensors])):
+            state[key] = _tensor_token(tensor)
+            state[f"{key} contents"] = contents
+        return state
+
+    def _capture_namespace(self, state: dict, tensors: list, namespace: dict, prefix: str) -> None:
+        for name, value in list(namespace.items()):
+            state[f"{prefix}{name}"] = reach.token(value)
+            self.names[f"{prefix}{name}"] = ("namespace", name)
+            if isinstance(value, torch.Tensor):
+                tensors.append((f"{prefix}{name} tensor", value))
+
+    def _contents(self, tensors: list[torch.Tensor]) -> list[tuple]:
+        """(version counter, checksum) per tensor; one synchronisation per device for the checksums."""
+        sums = [self._checksum(tensor) for tensor in tensors]
+        by_device: dict = {}
+        for index, value in enumerate(sums):
+            if value is not None:
+                by_device.setdefault(value.device, []).append(index)
+        resolved: list = [None] * len(tensors)
+        for indices in by_device.values():
+            for index, number in zip(indices, torch.stack([sums[i] for i in indices]).tolist()):
+                resolved[index] = number
+        return [(_version(tensor), number) for tensor, number in zip(tensors, resolved)]
+
+    def _checksum(self, tensor: torch.Tensor):
+        """A 0-d int64 tensor that changes when any bit of the tensor does (swaps included):
+        sum of bits times random column weights plus row sums times row weights, modulo 2**64."""
+        if tensor.layout != torch.strided or tensor.is_meta or tensor.is_quantized:
+            return None
+        flat = tensor.detach().reshape(-1)
+        if flat.is_complex():
+            flat = torch.view_as_real(flat).reshape(-1)
+        if flat.dtype == torch.bool:
+            flat = flat.view(torch.uint8)
+        bits = flat.contiguous().view(_BITS[flat.element_size()])
+        weights = self._weights.setdefault(bits.device, self._weights_cpu.to(bits.device))
+        total = torch.zeros((), dtype=torch.int64, device=bits.device)
+        for start in range(0, bits.numel(), _CHUNK):
+            chunk = bits[start:start + _CHUNK].to(torch.int64)
+            pad = (-chunk.numel()) % _WIDTH
+            rows = torch.nn.functional.pad(chunk, (0, pad)).view(-1, _WIDTH)
+            row_index = torch.arange(rows.shape[0], device=rows.device, dtype=torch.int64) + start // _WIDTH
+            total += (rows * weights).sum() + (rows.sum(1) * (row_index * 2654435761 + 1)).sum()
+        return total
+
+
+def _classes(model: torch.nn.Module) -> list[type]:
+    """Classes whose methods define the instance tree's behaviour: every module's class and its bases
+    up to nn.Module, then nn.Module itself."""
+    classes: dict[int, type] = {}
+    for _, module in _module_tree(model):
+        for cls in type(module).__mro__:
+            if cls is torch.nn.Module:
+                break
+            classes.setdefault(id(cls), cls)
+    return list(classes.values()) + [torch.nn.Module]
+
+
+def _module_tree(model: torch.nn.Module):
+    """(dotted path with a trailing dot, module) for the model and every submodule, read from the
+    instances' own dicts so a patched nn.Module method cannot hide a change."""
+    seen: set[int] = set()
+    stack = [("", model)]
+    while stack:
+        path, module = stack.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        yield path, module
+        children = vars(module).get("_modules", {})
+        for name, child in reversed(list(children.items())):
+            if isinstance(child, torch.nn.Module):
+                stack.append((f"{path}{name}.", child))
+
+
+def _tensor_token(tensor: torch.Tensor) -> tuple:
+    try:
+        storage = (tensor.data_ptr(), tuple(tensor.stride()))
+    except Exception:  # sparse, meta or otherwise storage-less tensors
+        storage = None
+    return (reach.Same(tensor), storage, tuple(tensor.shape), str(tensor.dtype), str(tensor.device),
+            tensor.requires_grad, type(tensor).__name__)
+
+
+def _version(tensor: torch.Tensor):
+    try:
+        return tensor._version
+    except Exception:  # inference tensors have no version counter
+        return None
+
+
+def _running_statistics(model: torch.nn.Module) -> set[str]:
+    """Contents of running statistics that norm layers update in training mode on every call."""
+    norm_base = torch.nn.modules.batchnorm._NormBase
+    return {f"buffer {path}{name} contents" for path, module in _module_tree(model)
+            if isinstance(module, norm_base) and module.training and module.track_running_stats
+            for name in _RUNNING_STATS}
+
+
+def _aten_ops(call: Callable[[], object]) -> list[str]:
+    """Names of the aten ops (composite ones included) that `call` runs, from the CPU profiler."""
+    # torch.autograd's profiler, not torch.profiler's: the latter imports torch._dynamo (seconds).
+    with torch.autograd.profiler.profile(use_cpu=True) as profiler:
+        call()
+    return sorted({event.name for event in profiler.function_events if event.name.startswith("aten::")})
+
+
+def _dispatch_entries(op: str) -> tuple:
+    """The dispatcher's kernel registrations for every overload of an aten op, runtime keys only."""
+    try:
+        packet = getattr(torch.ops.aten, op.removeprefix("aten::"))
+        names = [op if overload == "default" else f"{op}.{overload}" for overload in packet.overloads()]
+        dumps = {name: torch._C._dispatch_dump(name) for name in names}
+    except Exception:  # a profiler event named like an op that the dispatcher does not know
+        return ()
+    return tuple(f"{name} {line}" for name, dump in dumps.items() for line in dump.splitlines()
+                 if line.partition(": ")[0] in _RUNTIME_KEYS)
+
+
+def _process_settings() -> dict:
+    """Process-wide settings a candidate can turn to slow the reference (the checking-precision ones
+    are guards.snapshot_settings'). Each reads as a token; one that cannot be read is 'unavailable'."""
+    readers = {
+        "torch.get_num_threads()": torch.get_num_threads,
+        "torch.get_num_interop_threads()": torch.get_num_interop_threads,
+        "torch.backends.mkldnn.enabled": lambda: torch.backends.mkldnn.enabled,
+        "torch.get_default_device()": torch.get_default_device,
+        "torch.backends.cuda.flash_sdp_enabled()": torch.backends.cuda.flash_sdp_enabled,
+        "torch.backends.cuda.mem_efficient_sdp_enabled()": torch.backends.cuda.mem_efficient_sdp_enabled,
+        "torch.backends.cuda.math_sdp_enabled()": torch.backends.cuda.math_sdp_enabled,
+        "torch.backends.cuda.cudnn_sdp_enabled()": torch.backends.cuda.cudnn_sdp_enabled,
+        "torch.backends.cuda.preferred_linalg_library()": lambda: str(torch.backends.cuda.preferred_linalg_library()),
+        "autocast": lambda: (torch.is_autocast_enabled("cpu"), torch.is_autocast_enabled("cuda")),
+        "torch function modes": torch._C._len_torch_function_stack,
+        "torch dispatch modes": torch._C._len_torch_dispatch_stack,
+        "sys.gettrace()": sys.gettrace,
+        "sys.getprofile()": sys.getprofile,
+        "sys.getswitchinterval()": sys.getswitchinterval,
+        "gc settings": lambda: (gc.isenabled(), gc.get_threshold()),
+        "gc.callbacks": lambda: gc.callbacks,
+        "os.sched_getaffinity(0)": lambda: tuple(sorted(os.sched_getaffinity(0))),
+        "sys.monitoring tools": _monitoring_tools,
+        "torch.cuda.get_sync_debug_mode()":
+            lambda: torch.cuda.get_sync_debug_mode() if torch.cuda.is_initialized() else None,
+    }
+    settings = {}
+    for name, read in readers.items():
+        try:
+            settings[f"setting {name}"] = reach.token(read())
+        except Exception:
+            settings[f"setting {name}"] = "unavailable"
+    return settings
+
+
+def _monitoring_tools():
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12+
+    if monitoring is None:
+        return None
+    return tuple((monitoring.get_tool(tool), monitoring.get_events(tool)) for tool in range(6))
+
+
+def tampering_message(changes: list[str], when: str, limit: int = 8) -> str:
+    """The flag's message: what changed, a few names at most."""
+    shown = ", ".join(changes[:limit]) + (f" and {len(changes) - limit} more" if len(changes) > limit else "")
+    return f"changed the reference while {when}: {shown}"
+
+
+def slowed_reference_message(before_ms: list[float], during_ms: list[float]) -> str | None:
+    """Why the reference timed while the candidate was loaded is slower than before it was imported
+    beyond what noise allows (the rule is stats.slowdown's); None when it is not."""
+    ratio = stats.slowdown(before_ms, during_ms)
+    if ratio is None:
+        return None
+    return (f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "
+            f"{stats.median(during_ms):.3g} ms against {stats.median(before_ms):.3g} ms before it was imported)")

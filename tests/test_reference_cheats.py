@@ -1,0 +1,142 @@
+"""End to end: the cheats of DESIGN.md items 9-14 and their honest look-alikes, judged by kbench.
+
+Tests marked "needs worker integration" use guards that exist as pieces (reference_guard, kernels,
+fresh inputs in the timing loop) and become verdicts once the worker calls them; the lead enables
+them with that integration. The others hold today.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kbench.config import RunConfig
+from kbench.reference_guard import REFERENCE_TAMPERING, SLOWED_REFERENCE
+from kbench.results import Status
+from kbench.runner import evaluate
+
+from conftest import FIXTURES, PROBLEMS
+
+CHEATS = FIXTURES / "cheats"
+CONVT = CHEATS / "problems" / "convt1d_small.py"
+PREFIX_SUM = CHEATS / "problems" / "prefix_sum.py"
+ROW_SUM = CHEATS / "problems" / "row_sum.py"
+CHAIN = CHEATS / "problems" / "elementwise_chain.py"
+AXPY = PROBLEMS / "axpy.py"
+INTEGRATION = pytest.mark.skip(reason="needs worker integration")
+LIBRARY_ONLY = "library_only"
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory) -> RunConfig:
+    """CPU evaluation, short timing budget; no prebuilt C++ fixtures (the plain ones need none)."""
+    return RunConfig(device="cpu", cache_dir=tmp_path_factory.mktemp("reference-cheats"), timeout_s=300,
+                     time_budget_s=0.5, min_samples=3, sweep=0)
+
+
+def rejecting(flags) -> set:
+    from kbench.guards import REJECTING
+
+    return set(flags) & (set(REJECTING) | {REFERENCE_TAMPERING, SLOWED_REFERENCE})
+
+
+def test_behaving_differently_while_timed_is_stale_output(config):
+    result = evaluate(CONVT, CHEATS / "timed_detector.py", config)
+    assert result.status == Status.REJECTED and "stale_output" in result.flags, result.message
+
+
+@pytest.mark.parametrize("solution, problem", [("honest_weight_cache.py", CONVT), ("honest_fast.py", PREFIX_SUM)])
+def test_honest_look_alikes_stay_clean(config, solution, problem):
+    result = evaluate(problem, CHEATS / solution, config)
+    assert result.status == Status.CORRECT, result.message
+    assert result.flags == (), result.message
+    if solution == "honest_fast.py":
+        assert result.speedup > 1
+
+
+@INTEGRATION
+@pytest.mark.parametrize("solution, name", [
+    ("slow_reference.py", "Model.forward"),
+    ("slow_reference_global.py", "torch.nn.modules.conv.F"),
+    ("slow_reference_weights.py", "parameter conv.weight contents"),
+])
+def test_changing_the_reference_is_tampering(config, solution, name):
+    result = evaluate(CONVT, CHEATS / solution, config)
+    assert result.status == Status.REJECTED and REFERENCE_TAMPERING in result.flags, result.message
+    assert name in result.message
+
+
+@INTEGRATION
+def test_slowing_the_reference_from_outside_it_is_caught_by_its_time(config):
+    """Nothing of the reference changes; a spinning thread competes with it, never with ModelNew."""
+    result = evaluate(CONVT, CHEATS / "slow_reference_thread.py", config)
+    assert result.status == Status.REJECTED and SLOWED_REFERENCE in result.flags, result.message
+
+
+@INTEGRATION
+def test_a_memo_keyed_by_sampled_contents_is_stale_output(config):
+    result = evaluate(CONVT, CHEATS / "memo_contents_cpp.py", config)
+    assert result.status == Status.REJECTED and "stale_output" in result.flags, result.message
+
+
+@INTEGRATION
+def test_reference_outputs_out_of_reach_leave_the_gc_cheat_no_gain(config):
+    result = evaluate(CONVT, CHEATS / "gc_reference_output.py", config)
+    assert result.status != Status.CORRECT or result.speedup < 1, (result.status, result.speedup)
+
+
+# --- on a GPU ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gpu_config(tmp_path_factory) -> RunConfig:
+    cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-reference-cheats"))
+    return RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=2.0, sweep=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("solution, problem", [
+    ("honest_fast_cuda.py", CHAIN), ("l2_persist_cuda.py", ROW_SUM), ("honest_cuda_kernel.py", CONVT),
+    ("honest_two_streams.py", AXPY),
+])
+def test_gpu_solutions_that_are_correct_today(gpu_config, solution, problem):
+    """l2_persist_cuda is a cheat, but on speed only: timing.PersistingL2 takes its advantage away
+    (test_l2_release.py measures that); its outputs are right."""
+    result = evaluate(problem, CHEATS / solution, gpu_config)
+    assert result.status == Status.CORRECT, result.message
+    assert not rejecting(result.flags), result.message
+    if solution == "honest_fast_cuda.py":
+        assert result.speedup > 1.5, result.speedup
+
+
+@pytest.mark.gpu
+@INTEGRATION
+@pytest.mark.parametrize("solution, problem", [
+    ("honest_fast_cuda.py", CHAIN), ("honest_cuda_kernel.py", CONVT), ("honest_two_streams.py", AXPY),
+])
+def test_gpu_solutions_with_kernels_of_their_own_are_not_library_only(gpu_config, solution, problem):
+    result = evaluate(problem, CHEATS / solution, gpu_config)
+    assert result.status == Status.CORRECT and LIBRARY_ONLY not in result.flags, result.message
+
+
+@pytest.mark.gpu
+@INTEGRATION
+def test_a_decoy_kernel_is_library_only(gpu_config):
+    result = evaluate(CONVT, CHEATS / "decoy_cuda.py", gpu_config)
+    assert result.status == Status.CORRECT and LIBRARY_ONLY in result.flags, result.message
+    assert "no GPU kernel of its own" in result.message
+
+
+@pytest.mark.gpu
+@INTEGRATION
+@pytest.mark.parametrize("solution, problem, status, flag", [
+    ("memo_contents_cuda.py", CONVT, Status.REJECTED, "stale_output"),
+    ("slow_reference.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
+    ("slow_reference_global.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
+    ("slow_reference_weights.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
+])
+def test_gpu_cheats_are_caught(gpu_config, solution, problem, status, flag):
+    result = evaluate(problem, CHEATS / solution, gpu_config)
+    assert result.status == status and flag in result.flags, result.message

@@ -1,0 +1,61 @@
+"""The slowed-reference rule (stats.slowdown): a real slowdown is named, noise is not."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kbench import stats
+from kbench.reference_guard import slowed_reference_message
+
+
+def samples(rng: random.Random, median: float, spread: float, count: int, outliers: int = 0) -> list[float]:
+    """Log-normal times around `median` (spread: sigma of the log), plus a few slow outliers."""
+    values = [median * rng.lognormvariate(0, spread) for _ in range(count)]
+    return values + [median * rng.uniform(2, 6) for _ in range(outliers)]
+
+
+def test_the_issue_s_eightfold_slowdown_is_named():
+    rng = random.Random(0)
+    message = slowed_reference_message(samples(rng, 17.7, 0.01, 8), samples(rng, 141.0, 0.01, 30))
+    assert message and "8.0" in message and "17.7" in message and "141" in message
+
+
+@pytest.mark.parametrize("ratio, flagged", [(1.2, False), (1.25, False), (1.35, True), (2.0, True)])
+def test_a_tight_gpu_like_sample_is_flagged_from_the_minimum_ratio(ratio, flagged):
+    rng = random.Random(1)
+    assert (stats.slowdown(samples(rng, 10.0, 0.01, 10), samples(rng, 10.0 * ratio, 0.01, 40)) is not None) is flagged
+
+
+def test_noisy_honest_samples_are_never_flagged():
+    """Same distribution before and during, wide (30% log sigma) with slow outliers: 500 draws."""
+    for seed in range(500):
+        rng = random.Random(seed)
+        before = samples(rng, 5.0, 0.3, rng.randint(3, 12), outliers=rng.randint(0, 2))
+        during = samples(rng, 5.0, 0.3, rng.randint(3, 60), outliers=rng.randint(0, 5))
+        assert stats.slowdown(before, during) is None, (seed, before, during)
+
+
+def test_a_shift_inside_a_wide_spread_is_not_enough():
+    """Medians 1.4x apart, but the samples overlap: load, not tampering, can do that."""
+    before = [10.0, 11.0, 14.0, 9.0, 16.0, 12.0]
+    during = [14.0, 17.0, 12.0, 20.0, 15.0, 18.0]
+    assert stats.median(during) / stats.median(before) >= 1.3
+    assert stats.slowdown(before, during) is None
+
+
+def test_too_few_samples_or_a_faster_reference_say_nothing():
+    assert stats.slowdown([1.0, 1.0], [8.0, 8.0, 8.0]) is None
+    assert stats.slowdown([1.0, 1.0, 1.0], [8.0, 8.0]) is None
+    assert stats.slowdown([8.0, 8.1, 7.9], [1.0, 1.1, 0.9]) is None
+    assert stats.slowdown([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]) is None
+    assert slowed_reference_message([1.0] * 5, [1.02] * 5) is None
+
+
+def test_a_slowdown_on_some_calls_only_needs_the_median_to_move():
+    """Slowing every other call by 8x moves the median only when more than half are slow."""
+    rng = random.Random(2)
+    before = samples(rng, 10.0, 0.02, 10)
+    mostly_slow = samples(rng, 10.0, 0.02, 10) + samples(rng, 80.0, 0.02, 30)
+    assert stats.slowdown(before, mostly_slow) is not None
