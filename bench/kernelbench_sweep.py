@@ -72,11 +72,14 @@ def main() -> int:
     parser.add_argument("--per-level", type=int, nargs=3, default=[40, 40, 20])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--sweep", type=int, default=4)
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3], help="levels to run now (the CSV "
+                        "accumulates: run the levels in several calls, then --report-only)")
+    parser.add_argument("--report-only", action="store_true")
     arguments = parser.parse_args()
     run = arguments.out / "run"
     expected = write_run_folder(arguments.kernelbench, arguments.per_level, run)
     csv = arguments.out / "kernelbench_sweep.csv"
-    for level in (1, 2, 3):
+    for level in [] if arguments.report_only else arguments.levels:
         subprocess.run([sys.executable, "-m", "kbench", "sweep", "--problems", str(arguments.kernelbench / f"level{level}"),
                         "--solutions", str(run / f"level{level}"), "--out", str(csv), "--sweep", str(arguments.sweep),
                         "--time-budget", "0.5"], cwd=REPO, check=False)

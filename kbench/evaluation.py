@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from kbench import guards, params
+from kbench import flags, guards, params, stats
 from kbench.job import Job, final_outcome, one_line
 from kbench.loading import build_candidate, build_reference, call_reference, input_maker, load_problem, load_solution
 from kbench.measure import measure, time_alone
@@ -18,7 +18,8 @@ from kbench.param_sweep import run_sweep
 from kbench.problem import describe_overrides, overridden
 from kbench.progress import Context, Findings, Progress, Stop
 from kbench.results import Outcome, Status, SweepResult
-from kbench.trials import note_reference_ops, run_trials
+from kbench.reference_guard import ReferenceSnapshot, slowed_reference_message
+from kbench.trials import note_library_only, note_reference_ops, run_trials
 
 # Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
 _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
@@ -81,11 +82,12 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
     if job.build_only:
         _import_solution(job, context)
         return context.findings.outcome(Status.BUILT)
-    with torch.no_grad():
-        with overridden(problem_module, overrides):
-            reference = _reference_first(problem_module, context)
-            solution_module = _import_solution(job, context)
-            official = context.official = _official_verdict(solution_module, reference, context)
+    # Under the overrides throughout: the reference's snapshot compares the problem's globals too (the
+    # sweep's configurations override them further, and put them back).
+    with torch.no_grad(), overridden(problem_module, overrides):
+        reference = _reference_first(problem_module, context)
+        solution_module = _import_solution(job, context)
+        official = context.official = _official_verdict(solution_module, reference, context)
         progress.update(provisional=finish(official))  # survives a sweep that kills the worker
         sweep = None
         if config.sweep > 0:
@@ -113,7 +115,21 @@ def _reference_first(problem_module, context: Context) -> _Reference:
     make_inputs = input_maker(problem_module, device)
     guards.poison(call_reference(model, make_inputs(config.seed), device))
     alone_ms = time_alone(model, make_inputs, context) if config.time and config.guards else ()
+    if config.guards:  # what defines the reference, to tell whether the candidate changes it
+        context.watch.reference = ReferenceSnapshot.take(
+            problem_module, model, probe=lambda: guards.poison(call_reference(model, make_inputs(config.seed), device)))
     return _Reference(model, init_inputs, make_inputs, alone_ms)
+
+
+def _note_slowed_reference(alone_ms, during_ms, context: Context) -> None:
+    """Rejecting flag when the reference ran slower beside the candidate than alone before it was imported
+    (a thread of the candidate's, or a change the snapshot cannot see). The host clock of a CPU run is
+    noisier than CUDA events: there only a doubling counts."""
+    message = slowed_reference_message(list(alone_ms), list(during_ms),
+                                       min_ratio=2.0 if context.device.type == "cpu" else stats.SLOWDOWN_MIN_RATIO)
+    if message:
+        context.findings.flag(flags.SLOWED_REFERENCE, message)
+        context.findings.raise_if_rejected()
 
 
 def _import_solution(job: Job, context: Context):
@@ -136,6 +152,10 @@ def _official_verdict(solution_module, reference: _Reference, context: Context) 
     timed = measure(reference.model, candidate_model, reference.make_inputs, trials, context) \
         if config.time else None
     context.checkpoint("timing ModelNew")
+    if timed and reference.alone_ms:
+        _note_slowed_reference(reference.alone_ms, timed.reference_timing.samples_ms, context)
+    if config.guards and device.type == "cuda":
+        note_library_only(candidate_model, reference.make_inputs(config.seed), context)
     return context.findings.outcome(Status.CORRECT, check=trials.check, message=context.findings.message,
                                     **(timed.fields() if timed else {}))
 

@@ -12,14 +12,18 @@ STALE_OUTPUT = "stale_output"            # an output inside the timing loop was 
 SIDE_STREAM = "side_stream"              # work ran outside the timed stream (another stream or thread)
 HARNESS_TAMPERING = "harness_tampering"  # the candidate replaced a timer, synchronisation or comparison function
 NON_PLAIN_OUTPUT = "non_plain_output"    # an output was a Tensor subclass (lazy or lying), not a plain tensor
+REFERENCE_TAMPERING = "reference_tampering"  # the reference (its code, weights, globals, the torch it calls) changed
+SLOWED_REFERENCE = "slowed_reference"    # the reference ran slower once the candidate was loaded than before
 # Noting flags.
 SWEEP_FAILED = "sweep_failed"            # wrong at some random configuration of the problem
 CALLS_REFERENCE_OP = "calls_reference_op"  # ran an aten op that carries the reference's work
 LOW_PRECISION = "low_precision"          # error against float64 truth >= 10x the float32 reference's
 WEAK_CHECK = "weak_check"                # reference output nearly constant or nearly zero
+LIBRARY_ONLY = "library_only"            # no kernel of its own did a meaningful share of the GPU work (a decoy?)
 
 # A warning about the measurement.
 THROTTLED = "throttled"                  # the SM clock fell by more than 10% while timing: times are suspect
 
-REJECTING = (MUTATED_INPUTS, CHANGED_SETTINGS, STALE_OUTPUT, SIDE_STREAM, HARNESS_TAMPERING, NON_PLAIN_OUTPUT)
-NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK)
+REJECTING = (MUTATED_INPUTS, CHANGED_SETTINGS, STALE_OUTPUT, SIDE_STREAM, HARNESS_TAMPERING, NON_PLAIN_OUTPUT,
+             REFERENCE_TAMPERING, SLOWED_REFERENCE)
+NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK, LIBRARY_ONLY)

@@ -25,6 +25,8 @@ from kbench.trials import ask_truth, guard_output
 # Timed outputs up to this size are all checked; larger ones on a random share of calls.
 CHECK_EVERY_CALL_BYTES = 64 << 20
 CHECK_PROBABILITY = 0.25
+# Share of rounds before which the watched settings, harness functions and reference are compared.
+WATCH_PROBABILITY = 0.25
 
 
 class FreshRounds:
@@ -47,6 +49,10 @@ class FreshRounds:
     def new_round(self) -> None:
         if self.rounds and not self.fresh:
             return
+        if self.rounds and self.random.random() < WATCH_PROBABILITY:
+            # At random rounds too: a candidate that changes the reference and puts it back before the
+            # stages' own checkpoints is caught only here (or by the reference's time).
+            self.context.checkpoint("timing ModelNew")
         started = time.perf_counter()
         self.inputs = self.make_inputs(self.random.getrandbits(63))
         synchronize(self.context.device)

@@ -12,6 +12,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kbench import flags, policy
+from kbench.reference_guard import tampering_message
 
 
 # A fall of the SM clock beyond this fraction while timing makes the times suspect.
@@ -58,6 +59,10 @@ WATCHED_FUNCTIONS = (
     "kbench.timing.CudaEventTimer.measure", "kbench.timing.HostTimer.measure", "kbench.policy.snapshot_settings",
     "kbench.guards.inputs_mutated", "kbench.timing.capture_graph", "torch.cuda.CUDAGraph.replay",
     "torch.cuda.graph.__enter__", "torch.cuda.clock_rate",
+    "kbench.timing.PersistingL2.release", "kbench.reference_guard.ReferenceSnapshot.changed",
+    "kbench.reference_guard.ReferenceSnapshot.capture", "kbench.kernels.library_only_message", "kbench.stats.slowdown",
+    "kbench.check.chunks", "kbench.truth.float64_truth", "kbench.fresh.FreshRounds.new_round",
+    "kbench.fresh.FreshRounds.candidate_done", "kbench.fresh.FreshRounds.reference_done",
 )
 
 
@@ -97,8 +102,10 @@ class Watch:
         # A build's import is repeated by the evaluation, whose snapshot judges it; the snapshot primes the
         # dispatcher first, which would cost each build worker seconds of CPU (forkserver.py).
         self.harness = HarnessSnapshot() if harness else None
+        self.reference = None  # a reference_guard.ReferenceSnapshot, once the reference is built
 
     def findings(self, when: str) -> list[tuple[str, str]]:
+        """Call it under the global overrides the reference snapshot was taken under."""
         found = []
         changes = policy.changed_settings(self.settings, policy.snapshot_settings())
         if changes:
@@ -107,7 +114,18 @@ class Watch:
         tampered = self.harness.changed() if self.harness else []
         if tampered:
             found.append((flags.HARNESS_TAMPERING, f"replaced {', '.join(tampered)} while {when}"))
+        reference_changes = self._reference_changes()
+        if reference_changes:
+            found.append((flags.REFERENCE_TAMPERING, tampering_message(reference_changes, when)))
         return found
+
+    def _reference_changes(self) -> list[str]:
+        if self.reference is None:
+            return []
+        try:
+            return self.reference.changed()
+        except Exception as error:  # what it reads was made unreadable: that is a change too
+            return [f"the reference's snapshot could not be compared ({type(error).__name__}: {error})"]
 
 
 def prime_dispatch() -> None:

@@ -17,7 +17,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-LIBRARY_ONLY = "library_only"  # noting: no kernel of its own did a meaningful share of the GPU work
 
 # Own kernels below this share of the call's GPU kernel time are a token launch next to library work.
 OWN_SHARE_MIN = 0.02

@@ -43,6 +43,8 @@ def measure(reference_model, candidate_model, make_inputs, trials: TrialsResult,
         sides, timer_name = graph.sides, "cuda-graph"
     samples, clocks = _sample(sides, timer, rounds, context)
     context.progress.add_seconds("making fresh inputs", rounds.generate_s)
+    if getattr(timer, "persisting_l2", None) is not None and timer.persisting_l2.note:
+        context.findings.note(timer.persisting_l2.note)
     if config.guards and device.type == "cuda":
         # Events and wall times as taken (per replay under --cuda-graph): only their gap matters.
         hidden = guards.hidden_work_message(samples["reference"].ms, samples["reference"].wall_ms,

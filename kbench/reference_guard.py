@@ -23,8 +23,6 @@ import torch
 
 from kbench import reach, stats
 
-REFERENCE_TAMPERING = "reference_tampering"  # rejecting: the reference (its code, weights, torch) changed
-SLOWED_REFERENCE = "slowed_reference"        # rejecting: the reference ran slower once the candidate was loaded
 
 # Dispatcher entries that run for plain dense tensors outside autocast and tracing; the others
 # (Meta, FuncTorch, sparse, ...) are filled in lazily by torch itself and do not run here.
@@ -304,10 +302,11 @@ def tampering_message(changes: list[str], when: str, limit: int = 8) -> str:
     return f"changed the reference while {when}: {shown}"
 
 
-def slowed_reference_message(before_ms: list[float], during_ms: list[float]) -> str | None:
+def slowed_reference_message(before_ms: list[float], during_ms: list[float],
+                             min_ratio: float = stats.SLOWDOWN_MIN_RATIO) -> str | None:
     """Why the reference timed while the candidate was loaded is slower than before it was imported
     beyond what noise allows (the rule is stats.slowdown's); None when it is not."""
-    ratio = stats.slowdown(before_ms, during_ms)
+    ratio = stats.slowdown(before_ms, during_ms, min_ratio=min_ratio)
     if ratio is None:
         return None
     return (f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "

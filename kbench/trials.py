@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, replace
 
 from kbench import check, flags, guards
+from kbench.kernels import library_only_message
 from kbench.loading import call, call_reference, clone, tensor_bytes
 from kbench.progress import Context, Stop
 from kbench.results import CheckResult, Status
@@ -103,6 +104,14 @@ def note_reference_ops(reference_model, candidate_model, inputs, context: Contex
     if shared:
         context.findings.flag(flags.CALLS_REFERENCE_OP,
                               f"calls the reference's own op(s): {', '.join('aten.' + op for op in shared)}")
+
+
+def note_library_only(candidate_model, inputs, context: Context) -> None:
+    """Noting flag when no kernel of the candidate's own does a meaningful share of its GPU work (a custom
+    kernel compiled but never launched is a decoy: the library did the work)."""
+    message = library_only_message(lambda: candidate_model(*clone(inputs)))
+    if message:
+        context.findings.flag(flags.LIBRARY_ONLY, message)
 
 
 def _note_weak_check(reference_output, context: Context) -> None:

@@ -1,8 +1,5 @@
 """End to end: the cheats of DESIGN.md items 9-14 and their honest look-alikes, judged by kbench.
 
-Tests marked "needs worker integration" use guards that exist as pieces (reference_guard, kernels,
-fresh inputs in the timing loop) and become verdicts once the worker calls them; the lead enables
-them with that integration. The others hold today.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbench.config import RunConfig
-from kbench.reference_guard import REFERENCE_TAMPERING, SLOWED_REFERENCE
+from kbench.flags import LIBRARY_ONLY, REFERENCE_TAMPERING, REJECTING, SLOWED_REFERENCE
 from kbench.results import Status
 from kbench.runner import evaluate
 
@@ -25,8 +22,6 @@ PREFIX_SUM = CHEATS / "problems" / "prefix_sum.py"
 ROW_SUM = CHEATS / "problems" / "row_sum.py"
 CHAIN = CHEATS / "problems" / "elementwise_chain.py"
 AXPY = PROBLEMS / "axpy.py"
-INTEGRATION = pytest.mark.skip(reason="needs worker integration")
-LIBRARY_ONLY = "library_only"
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +32,7 @@ def config(tmp_path_factory) -> RunConfig:
 
 
 def rejecting(flags) -> set:
-    from kbench.guards import REJECTING
-
-    return set(flags) & (set(REJECTING) | {REFERENCE_TAMPERING, SLOWED_REFERENCE})
+    return set(flags) & set(REJECTING)
 
 
 def test_behaving_differently_while_timed_is_stale_output(config):
@@ -56,7 +49,6 @@ def test_honest_look_alikes_stay_clean(config, solution, problem):
         assert result.speedup > 1
 
 
-@INTEGRATION
 @pytest.mark.parametrize("solution, name", [
     ("slow_reference.py", "Model.forward"),
     ("slow_reference_global.py", "torch.nn.modules.conv.F"),
@@ -68,20 +60,23 @@ def test_changing_the_reference_is_tampering(config, solution, name):
     assert name in result.message
 
 
-@INTEGRATION
 def test_slowing_the_reference_from_outside_it_is_caught_by_its_time(config):
     """Nothing of the reference changes; a spinning thread competes with it, never with ModelNew."""
     result = evaluate(CONVT, CHEATS / "slow_reference_thread.py", config)
     assert result.status == Status.REJECTED and SLOWED_REFERENCE in result.flags, result.message
 
 
-@INTEGRATION
-def test_a_memo_keyed_by_sampled_contents_is_stale_output(config):
-    result = evaluate(CONVT, CHEATS / "memo_contents_cpp.py", config)
-    assert result.status == Status.REJECTED and "stale_output" in result.flags, result.message
+def test_a_memo_keyed_by_sampled_contents_gains_nothing(config):
+    """Every timed call gets contents the candidate has never seen, so the memo never hits: the memo is
+    timed doing the honest loop's work (with fixed input sets rotating, it hit on every timed call and
+    timed as a copy)."""
+    memo = evaluate(CONVT, CHEATS / "memo_contents_cpp.py", config)
+    honest = evaluate(CONVT, CHEATS / "honest_cpp.py", config)
+    assert memo.status == honest.status == Status.CORRECT, (memo.message, honest.message)
+    assert memo.candidate_timing.median_ms > 0.5 * honest.candidate_timing.median_ms, \
+        (memo.candidate_timing.median_ms, honest.candidate_timing.median_ms)
 
 
-@INTEGRATION
 def test_reference_outputs_out_of_reach_leave_the_gc_cheat_no_gain(config):
     result = evaluate(CONVT, CHEATS / "gc_reference_output.py", config)
     assert result.status != Status.CORRECT or result.speedup < 1, (result.status, result.speedup)
@@ -112,7 +107,6 @@ def test_gpu_solutions_that_are_correct_today(gpu_config, solution, problem):
 
 
 @pytest.mark.gpu
-@INTEGRATION
 @pytest.mark.parametrize("solution, problem", [
     ("honest_fast_cuda.py", CHAIN), ("honest_cuda_kernel.py", CONVT), ("honest_two_streams.py", AXPY),
 ])
@@ -122,7 +116,6 @@ def test_gpu_solutions_with_kernels_of_their_own_are_not_library_only(gpu_config
 
 
 @pytest.mark.gpu
-@INTEGRATION
 def test_a_decoy_kernel_is_library_only(gpu_config):
     result = evaluate(CONVT, CHEATS / "decoy_cuda.py", gpu_config)
     assert result.status == Status.CORRECT and LIBRARY_ONLY in result.flags, result.message
@@ -130,9 +123,16 @@ def test_a_decoy_kernel_is_library_only(gpu_config):
 
 
 @pytest.mark.gpu
-@INTEGRATION
+def test_a_memo_keyed_by_sampled_contents_gains_nothing_on_a_gpu(gpu_config):
+    memo = evaluate(CONVT, CHEATS / "memo_contents_cuda.py", gpu_config)
+    honest = evaluate(CONVT, CHEATS / "honest_cuda_kernel.py", gpu_config)
+    assert memo.status == honest.status == Status.CORRECT, (memo.message, honest.message)
+    assert memo.candidate_timing.median_ms > 0.5 * honest.candidate_timing.median_ms, \
+        (memo.candidate_timing.median_ms, honest.candidate_timing.median_ms)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("solution, problem, status, flag", [
-    ("memo_contents_cuda.py", CONVT, Status.REJECTED, "stale_output"),
     ("slow_reference.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
     ("slow_reference_global.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
     ("slow_reference_weights.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
