@@ -26,14 +26,15 @@ ABBREVIATIONS = [("conv transposed", "convT"), ("multiplication", "mult"), ("asy
 
 def short_problem(stem: str, width: int = 36) -> str:
     """A problem label that fits: KernelBench's id, then the name with underscores as spaces, common words
-    abbreviated when too long, cut to width.
+    abbreviated when too long, cut to width (other names are only cut).
 
     75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded____dilated__
     becomes "75 convT 2D asym in asym kern strid…".
     """
     match = _KERNELBENCH_STEM.match(stem)
-    number, name = (match.group(1), match.group(2)) if match else ("", stem)
-    label = " ".join(part for part in [number] + name.split("_") if part) or stem
+    if not match:  # kbench's own names (convt1d_dilated) stay as typed, e.g. in --filter
+        return stem if len(stem) <= width else stem[:width - 1] + "…"
+    label = " ".join(part for part in [match.group(1)] + match.group(2).split("_") if part)
     for long, short in ABBREVIATIONS:
         if len(label) <= width:
             break

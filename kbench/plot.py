@@ -21,6 +21,7 @@ OUTCOMES = {
 FAILED = ("#9e9e9e", "no correct solution (most common status)")
 TICKS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 ROW_INCHES = 0.24     # height per problem: labels never overlap
+HEADER_INCHES = 1.0   # title and legend
 LABEL_CHARACTERS = 34
 
 
@@ -42,7 +43,8 @@ def plot_best(best, path, title: str = "kbench: best speedup per problem") -> No
     import matplotlib.pyplot as plt
 
     rows = _ordered(best.to_dict("records"))
-    figure, axis = plt.subplots(figsize=(10, ROW_INCHES * len(rows) + 2.2))
+    height = ROW_INCHES * len(rows) + HEADER_INCHES + 0.9
+    figure, axis = plt.subplots(figsize=(10, height))
     low, high = _limits([row["best_speedup"] for row in rows if _solved(row)])
     for index, row in enumerate(rows):
         _draw_row(axis, index, row)
@@ -51,10 +53,11 @@ def plot_best(best, path, title: str = "kbench: best speedup per problem") -> No
     axis.set_ylim(-0.7, len(rows) - 0.3)
     _log_axis(axis, low, high)
     axis.set_xlabel("best speedup over the reference (log scale)")
-    axis.set_title(title, fontsize=10, loc="left")
-    height = figure.get_figheight()
-    figure.legend(handles=_legend_handles(rows), loc="lower center", ncol=2, fontsize=8, frameon=False)
-    figure.tight_layout(rect=(0, 0.75 / height, 1, 1))  # the legend's 0.75 inch at the bottom
+    # Title, then the legend, above the plot: a tall plot is read from the top.
+    figure.text(0.01, 1 - 0.1 / height, title, va="top", ha="left", fontsize=10)
+    figure.legend(handles=_legend_handles(rows), loc="upper left", bbox_to_anchor=(0.01, 1 - 0.5 / height),
+                  ncol=2, fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, 0, 1, 1 - HEADER_INCHES / height))
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
@@ -69,8 +72,10 @@ def _solved(row) -> bool:
 
 
 def _ordered(rows: list[dict]) -> list[dict]:
-    """Bottom to top: problems without a timed correct solution, then by speedup (fastest at the top)."""
-    return sorted(rows, key=lambda row: (_solved(row), row["best_speedup"] if _solved(row) else 0.0))
+    """Bottom to top: problems without a timed correct solution (grouped by status), then by speedup
+    (fastest at the top)."""
+    return sorted(reversed(rows), key=lambda row: (_solved(row), row["best_speedup"] if _solved(row) else 0.0,
+                                                   "" if _solved(row) else str(row.get("outcome"))))
 
 
 def _limits(speedups: list[float]) -> tuple[float, float]:
@@ -103,7 +108,7 @@ def _log_axis(axis, low: float, high: float) -> None:
     axis.set_xscale("log")
     axis.set_xlim(low, high)
     ticks = [tick for tick in TICKS if low <= tick <= high]
-    if math.log10(high / low) > 2.5:  # a wide axis: powers of ten and 1x only, or the labels collide
+    if math.log10(high / low) > 3.5:  # a wide axis: powers of ten only, or the labels collide
         ticks = [tick for tick in ticks if math.log10(tick).is_integer()]
     axis.set_xticks(ticks, [f"{tick:g}x" for tick in ticks], fontsize=8)
     axis.xaxis.set_minor_locator(NullLocator())

@@ -30,6 +30,7 @@ STATUS_STYLE = {
 }
 FAILURES_SHOWN = 3   # failures listed per status before "... N more" (kbench report --failures: all)
 PROBLEM_WIDTH = 30   # problem labels in tables: KernelBench id and a shortened name
+REASON_CHARACTERS = 120  # a failure's reason in the table (--format json has all of it)
 WRAP_MIN = 16        # narrowest a folding column (paths, names, messages) may get
 
 
@@ -218,6 +219,10 @@ def best_table(best, width: int | None = None) -> Table:
     return fitted_table(columns, width, title="best correct solution per problem")
 
 
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def collapsed_failures(failures, limit: int | None = FAILURES_SHOWN) -> tuple[list[dict], dict[str, int]]:
     """The failure rows to show (the first `limit` per status; None: all) and how many are left out per status."""
     shown, hidden = [], {}
@@ -241,7 +246,7 @@ def failures_table(failures, limit: int | None = FAILURES_SHOWN, width: int | No
         Column("status", [format_status(row["status"]) for row in shown]),
         Column("problem", [short_problem(row["problem"], 24) if row["problem"] else "" for row in shown], drop=2),
         Column("solution", [short_path(row["solution"]) for row in shown], wrap=True, least=20),
-        Column("reason", [Text(row["reason"] or "") for row in shown], wrap=True, least=30),
+        Column("reason", [Text(_cut(row["reason"] or "", REASON_CHARACTERS)) for row in shown], wrap=True, least=30),
     ]
     title = "failures and flags" + (" (kbench report --failures: all)" if hidden else "")
     return fitted_table(columns, width, title=title)

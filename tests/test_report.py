@@ -144,7 +144,8 @@ def test_list_sorts_problems_naturally(tmp_path):
 def test_names_fit():
     assert natural_sorted(["b10", "b9", "a100", "a20"]) == ["a20", "a100", "b9", "b10"]
     assert short_problem(LONG).startswith("75 convT 2D asym in asym") and len(short_problem(LONG)) == 36
-    assert short_problem("convt1d_dilated") == "convt1d dilated"
+    assert short_problem("convt1d_dilated") == "convt1d_dilated"
+    assert short_problem("19_ReLU") == "19 ReLU"
     assert short_path("runs/level1/level_1_problem_75_sample_0_kernel.py") == "level_1_problem_75_sample_0_kernel.py"
     assert short_path("solutions/convt1d/seed000.py") == "convt1d/seed000.py"
 
