@@ -148,8 +148,8 @@ def results_table(results: list[Result], title: str | None = None, width: int | 
         Column("trials", cell(lambda r: f"{r.check.trials_passed}/{r.check.trials_total}" if r.check else "-"),
                justify="right", drop=3),
         Column("max err", cell(lambda r: format_error(r.check.max_abs_err if r.check else None)), "right", drop=6),
-        Column("ref ms", cell(lambda r: _timing_cell(r.reference_timing)), "right", drop=2),
-        Column("cand ms", cell(lambda r: _timing_cell(r.candidate_timing)), "right", drop=2),
+        Column("ref ms", cell(lambda r: _timing_cell(r.reference_timing)), "right", drop=1),
+        Column("cand ms", cell(lambda r: _timing_cell(r.candidate_timing)), "right", drop=1),
         Column("speedup", cell(lambda r: format_speedup(r.speedup)), "right"),
         *[Column(f"vs {name}", cell(lambda r, name=name: format_speedup(r.baseline_speedup(name))), "right",
                  drop=5) for name in baselines],
@@ -159,7 +159,7 @@ def results_table(results: list[Result], title: str | None = None, width: int | 
     ]
     if any(result.sizes for result in results):
         columns.append(Column("sizes", cell(lambda r: r.sizes or "official"), wrap=True, drop=4))
-    message = Column("message", cell(_message), wrap=True, drop=1, least=40)
+    message = Column("message", cell(_message), wrap=True, drop=2, least=40)
     if message in fit_columns(columns + [message], width) or not any(cell.plain for cell in message.cells):
         return fitted_table(columns + [message], width, title=title)
     notes = [Text(f"{short_path(result.solution)}: ", style="bold") + _message(result)
