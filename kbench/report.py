@@ -287,6 +287,10 @@ def summary_notes(summary) -> list[str]:
     notes = ["geomean speedup: of every correct result",
              "fast_p, trusted: correct, official sizes, no flag but throttled",
              "fast_p, KernelBench: correct, official sizes"]
+    skipped = summary.status_counts.get(Status.SKIPPED, 0)
+    if skipped:
+        notes.append(f"{skipped} skipped: CUDA solutions need a GPU; on a CPU, C++ and plain-PyTorch solutions run "
+                     "(try the quick start: kbench eval examples/solutions/swish/*.py)")
     if summary.reduced_sizes:
         notes.append(f"{summary.reduced_sizes} correct result(s) ran at reduced sizes (CPU): in neither fast_p "
                      "(--full-size runs official sizes)")

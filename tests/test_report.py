@@ -106,6 +106,13 @@ def test_tables_at_80_columns_never_cut_status_or_speedup(tmp_path):
     assert "level_1_problem_75_sample_0_kernel.py" in text.replace("\n", "")
 
 
+def test_a_report_of_skipped_results_says_what_would_run(tmp_path):
+    rows = [{"problem": "convt1d", "solution": f"solutions/convt1d/s{i}.py", "status": "skipped",
+             "message": "needs a CUDA device"} for i in range(3)]
+    text = render(summary_tables(summary.summarise(summary.load(rows_csv(tmp_path, rows))), width=100), 100)
+    assert "3 skipped: CUDA solutions need a GPU" in text and "examples/solutions/swish" in text
+
+
 def test_report_without_a_csv_says_what_to_do_in_one_line(tmp_path):
     completed = kbench("report", cwd=tmp_path)
     assert completed.returncode == 2
