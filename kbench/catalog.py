@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbench.names import natural_key, natural_sorted
 from kbench.solution import find_pairs
 
 
@@ -28,7 +29,7 @@ def describe_problems(problems_dir: Path, solutions_dir: Path) -> list[ProblemEn
 
     paired = _paired_solutions(problems_dir, solutions_dir)
     entries = []
-    for path in sorted(problems_dir.glob("*.py")):
+    for path in natural_sorted(problems_dir.glob("*.py"), key=lambda path: path.name):
         solutions = paired.get(path.resolve(), [])
         try:
             module = load_module(path, "kbench_list")
@@ -56,4 +57,4 @@ def _paired_solutions(problems_dir: Path, solutions_dir: Path) -> dict[Path, lis
     pairs, _ = find_pairs(problems_dir, solutions_dir)
     for problem, solution in pairs:
         paired.setdefault(problem.resolve(), []).append(str(solution.relative_to(solutions_dir)))
-    return paired
+    return {problem: sorted(solutions, key=natural_key) for problem, solutions in paired.items()}

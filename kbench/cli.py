@@ -16,11 +16,17 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
 
 from kbench import __version__
 from kbench.config import PYTORCH_DEFAULT, STRICT_FP32, RunConfig, default_cache_dir
-from kbench.report import results_table
+from kbench.report import FAILURES_SHOWN, results_table
 from kbench.results import Status, append_row
 from kbench.solution import PairingError, default_problem_dirs, pair_problem
 
 EXIT_ALL_CORRECT, EXIT_SOME_NOT_CORRECT = 0, 1  # usage errors exit 2 through click
+
+
+class _OneLineError(click.ClickException):
+    """An expected failure shown as one line ("Error: ...") with the usage-error exit code."""
+
+    exit_code = 2
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -128,6 +134,10 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
     KernelBench run files level_<L>_problem_<ID>_sample_<S>_kernel.py pair with <ID>_*.py or a problem
     declaring KERNELBENCH_ID = <ID>. Each evaluation runs in its own child process.
     """
+    not_python = [str(solution) for solution in solutions if solution.suffix != ".py"]
+    if not_python:
+        raise click.UsageError(f"not a Python file: {', '.join(not_python)} (a solution is a .py file "
+                               "defining ModelNew)")
     config = build_config(**options)
     device = _checked_device(config.device)
     pairs = [(problem_path or _pair(solution, problems_dir), solution) for solution in solutions]
@@ -135,7 +145,8 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
     if as_json:
         click.echo(json.dumps([result.to_row() for result in results], indent=2))
     else:
-        _wide_console().print(results_table(results, title=f"kbench eval on {device}"))
+        console = _wide_console()
+        console.print(results_table(results, title=f"kbench eval on {device}", width=console.width))
         Console(stderr=True).print(f"results appended to {out}")
     sys.exit(_exit_code(results))
 
@@ -200,20 +211,24 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
 
 
 @main.command("report")
-@click.argument("csvs", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("csvs", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--format", "output_format", type=click.Choice(["table", "markdown", "json", "csv"]),
               default="table", show_default=True, help="How to print the summary.")
 @click.option("--run-id", default=None, help="Only rows of this run.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also draw the best speedup per problem into this PNG (needs matplotlib).")
-def report_command(csvs, output_format, run_id, plot) -> None:
+@click.option("--failures", "all_failures", is_flag=True,
+              help=f"List every failure [default: the first {FAILURES_SHOWN} per status].")
+def report_command(csvs, output_format, run_id, plot, all_failures) -> None:
     """Summarise a results CSV [default: results/results.csv]: best solution and speedup per problem,
-    counts per status, fast_p (share of problems with a correct solution faster than p x the reference,
-    p in 0, 0.5, 0.8, 1, 1.5, 2) and the geometric-mean speedup of correct results.
+    the solutions that failed and why, counts per status, the geometric-mean speedup of correct
+    results and fast_p (share of problems with a correct solution faster than p x the reference, p in
+    0, 0.5, 0.8, 1, 1.5, 2) two ways: trusted (correct at the official sizes, no flag but throttled)
+    and KernelBench's (correct at the official sizes).
     With two CSVs, compare them problem by problem. Rows are the latest per problem and solution.
     """
     from kbench import summary
-    from kbench.report import comparison_table, plot_best, summary_markdown
+    from kbench.report import comparison_table, summary_markdown
 
     paths = list(csvs) or [Path("results/results.csv")]
     if len(paths) > 2:
@@ -226,28 +241,40 @@ def report_command(csvs, output_format, run_id, plot) -> None:
         elif output_format == "csv":
             click.echo(comparison.to_csv(index=False), nl=False)
         else:
-            _wide_console().print(comparison_table(comparison, str(paths[0]), str(paths[1])))
+            console = _wide_console()
+            console.print(comparison_table(comparison, str(paths[0]), str(paths[1]), width=console.width))
         return
     result = summary.summarise(frames[0])
+    limit = None if all_failures else FAILURES_SHOWN
     if output_format == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif output_format == "csv":
         click.echo(result.best.to_csv(index=False), nl=False)
     elif output_format == "markdown":
-        click.echo(summary_markdown(result))
+        click.echo(summary_markdown(result, limit))
     else:
-        _print_summary(result)
+        _print_summary(result, limit)
     if plot:
-        try:
-            plot_best(result.best, plot)
-        except ImportError:
-            raise click.UsageError("--plot needs matplotlib: pip install 'kbench[plot]'")
-        Console(stderr=True).print(f"plot written to {plot}")
+        _plot(result, plot)
+
+
+def _plot(result, path: Path) -> None:
+    try:
+        from kbench.plot import plot_best, plot_title
+
+        plot_best(result.best, path, plot_title(result))
+    except ImportError:
+        raise click.UsageError("--plot needs matplotlib: pip install 'kbench[plot]'")
+    Console(stderr=True).print(f"plot written to {path}")
 
 
 def _load_results(path: Path, run_id: str | None):
     from kbench import summary
 
+    if not path.is_file():
+        hint = ("run `kbench eval` or `kbench sweep` first (they append to it), or name a CSV: kbench report "
+                "PATH") if path == Path("results/results.csv") else "check the path"
+        raise _OneLineError(f"no results CSV at {path}: {hint}")
     try:
         frame = summary.load(path, run_id)
     except (ValueError, KeyError) as error:
@@ -263,11 +290,11 @@ def _print_report(out: Path, run_id: str) -> None:
     _print_summary(summary.summarise(summary.load(out, run_id)))
 
 
-def _print_summary(result) -> None:
+def _print_summary(result, failures_limit=FAILURES_SHOWN) -> None:
     from kbench.report import summary_tables
 
     console = _wide_console()
-    for table in summary_tables(result):
+    for table in summary_tables(result, failures_limit, width=console.width):
         console.print(table)
 
 
@@ -366,7 +393,8 @@ def list_command(problems_dir, solutions_dir, as_json) -> None:
     if as_json:
         click.echo(json.dumps([entry.__dict__ for entry in entries], indent=2, default=str))
     else:
-        _wide_console().print(problems_table(entries))
+        console = _wide_console()
+        console.print(problems_table(entries, width=console.width))
 
 
 def _wide_console() -> Console:

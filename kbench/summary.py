@@ -1,6 +1,11 @@
-"""Summaries of a results CSV: best per problem, counts per status, fast_p, geometric-mean speedup.
+"""Summaries of a results CSV: best per problem, counts per status, failures, fast_p, geometric-mean speedup.
 
 Pure functions over pandas DataFrames; report.py renders them.
+
+fast_p comes two ways. KernelBench's: the share of problems with a `correct` solution, run at the
+official sizes, faster than p times the reference. kbench's own, the headline ("trusted"): the same,
+counting only correct results that raised no flag but `throttled` (a flag about the measurement, not
+the candidate): no sweep_failed, calls_reference_op, low_precision, weak_check or any later one.
 """
 
 from __future__ import annotations
@@ -12,15 +17,22 @@ from pathlib import Path
 import pandas as pd
 
 from kbench import stats
+from kbench.names import natural_key
 
 # fast_p thresholds: the share of problems with a correct solution faster than p times the reference.
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 CORRECT = "correct"
+# Flags that say nothing against the candidate; every other flag keeps a result out of trusted fast_p.
+HARMLESS_FLAGS = frozenset({"throttled"})
+BEST_COLUMNS = ["problem", "solutions", "correct", "best_solution", "best_speedup", "ref_median_ms",
+                "cand_median_ms", "best_flags", "outcome"]
+FAILURE_COLUMNS = ["status", "problem", "solution", "reason"]
 
 
 def load(path: Path, run_id: str | None = None) -> pd.DataFrame:
     """Read a results CSV; keep each (problem, solution)'s latest row (a re-run replaces the old one)."""
-    frame = pd.read_csv(path, dtype={"solution_hash": str, "problem_hash": str, "settings": str, "run_id": str})
+    frame = pd.read_csv(path, dtype={"solution_hash": str, "problem_hash": str, "settings": str, "run_id": str,
+                                     "flags": str, "sizes": str, "message": str})
     if run_id:
         frame = frame[frame["run_id"] == run_id]
     if frame.empty:
@@ -28,48 +40,90 @@ def load(path: Path, run_id: str | None = None) -> pd.DataFrame:
     return frame.drop_duplicates(subset=["problem", "solution"], keep="last").reset_index(drop=True)
 
 
+def _text(row, column: str) -> str:
+    value = row.get(column) if hasattr(row, "get") else None
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value).strip()
+
+
+def disqualifying_flags(row) -> list[str]:
+    """The row's flags (the CSV's `;`-separated `flags` column) except those about the measurement."""
+    return [flag for flag in _text(row, "flags").split(";") if flag and flag not in HARMLESS_FLAGS]
+
+
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """A text column, empty strings where the CSV has none (older CSVs lack flags or sizes)."""
+    if name not in frame:
+        return pd.Series("", index=frame.index)
+    return frame[name].fillna("").astype(str).str.strip()
+
+
+def official_mask(frame: pd.DataFrame) -> pd.Series:
+    """Rows run at the problem's official sizes (the `sizes` column lists overrides; empty is official)."""
+    return _column(frame, "sizes") == ""
+
+
+def trusted_mask(frame: pd.DataFrame) -> pd.Series:
+    """Correct rows with no flag but harmless ones."""
+    flagged = _column(frame, "flags").map(lambda text: any(
+        flag and flag not in HARMLESS_FLAGS for flag in text.split(";")))
+    return (frame["status"] == CORRECT) & ~flagged
+
+
 def best_per_problem(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per problem: its fastest correct solution (or none), and how many solutions were judged."""
-    rows = []
-    for problem, group in frame.groupby("problem", sort=True):
-        correct = group[group["status"] == CORRECT]
-        timed = correct.dropna(subset=["speedup"])
-        best = timed.loc[timed["speedup"].idxmax()] if not timed.empty else (
-            correct.iloc[0] if not correct.empty else None)
-        rows.append({
-            "problem": problem,
-            "solutions": len(group),
-            "correct": len(correct),
-            "best_solution": best["solution"] if best is not None else None,
-            "best_speedup": float(best["speedup"]) if best is not None and pd.notna(best["speedup"]) else None,
-            "ref_median_ms": float(best["ref_median_ms"]) if best is not None and pd.notna(best["ref_median_ms"]) else None,
-            "cand_median_ms": (float(best["cand_median_ms"])
-                               if best is not None and pd.notna(best["cand_median_ms"]) else None),
-        })
-    frame = pd.DataFrame(rows, columns=["problem", "solutions", "correct", "best_solution", "best_speedup",
-                                        "ref_median_ms", "cand_median_ms"])
-    return frame.astype(object).where(frame.notna(), None)  # missing is None, not NaN
+    """One row per problem (natural order): its fastest correct solution (or none), how many were judged,
+    and its outcome: faster, slower, untimed, flagged (the best one raised a noting flag) or the most
+    common failing status when no solution is correct."""
+    rows = [_best_row(problem, group) for problem, group in frame.groupby("problem", sort=False)]
+    rows.sort(key=lambda row: natural_key(row["problem"]))
+    best = pd.DataFrame(rows, columns=BEST_COLUMNS)
+    return best.astype(object).where(best.notna(), None)  # missing is None, not NaN
+
+
+def _best_row(problem: str, group: pd.DataFrame) -> dict:
+    correct = group[group["status"] == CORRECT]
+    timed = correct.dropna(subset=["speedup"])
+    best = timed.loc[timed["speedup"].idxmax()] if not timed.empty else (
+        correct.iloc[0] if not correct.empty else None)
+    row = {"problem": problem, "solutions": len(group), "correct": len(correct)}
+    if best is None:
+        return {**row, "outcome": group["status"].value_counts().idxmax()}
+    number = lambda column: float(best[column]) if column in best and pd.notna(best[column]) else None
+    flags = disqualifying_flags(best)
+    speedup = number("speedup")
+    outcome = "flagged" if flags else "untimed" if speedup is None else "faster" if speedup >= 1 else "slower"
+    return {**row, "best_solution": best["solution"], "best_speedup": speedup,
+            "ref_median_ms": number("ref_median_ms"), "cand_median_ms": number("cand_median_ms"),
+            "best_flags": ";".join(flags) or None, "outcome": outcome}
 
 
 def status_counts(frame: pd.DataFrame) -> dict[str, int]:
     return {status: int(count) for status, count in frame["status"].value_counts().sort_index().items()}
 
 
-def fast_p(frame: pd.DataFrame, thresholds=FAST_P) -> dict[float, float]:
-    """For each p: problems with a correct solution whose speedup > p, over all problems in the frame.
+def fast_p(frame: pd.DataFrame, counted: pd.Series | None = None, thresholds=FAST_P) -> dict[float, float]:
+    """For each p: problems with a counted solution whose speedup > p, over all problems in the frame.
 
-    fast_0 is the share of problems with any correct solution (timed or not).
+    `counted` selects the rows that may count (default: correct ones); fast_0 is the share of problems
+    with any counted solution (timed or not).
     """
     problems = frame["problem"].nunique()
     if problems == 0:
         return {p: 0.0 for p in thresholds}
-    correct = frame[frame["status"] == CORRECT]
-    best = correct.groupby("problem")["speedup"].max()
-    result = {}
-    for p in thresholds:
-        solved = len(correct["problem"].unique()) if p == 0 else int((best > p).sum())
-        result[p] = solved / problems
-    return result
+    counted = (frame["status"] == CORRECT) if counted is None else counted
+    eligible = frame[counted]
+    best = eligible.groupby("problem")["speedup"].max()
+    return {p: (eligible["problem"].nunique() if p == 0 else int((best > p).sum())) / problems
+            for p in thresholds}
+
+
+def fast_p_kernelbench(frame: pd.DataFrame) -> dict[float, float]:
+    """KernelBench's fast_p: correct, at the official sizes."""
+    return fast_p(frame, (frame["status"] == CORRECT) & official_mask(frame))
+
+
+def fast_p_trusted(frame: pd.DataFrame) -> dict[float, float]:
+    """kbench's headline fast_p: correct, at the official sizes, no flag but throttled."""
+    return fast_p(frame, trusted_mask(frame) & official_mask(frame))
 
 
 def geometric_mean_speedup(frame: pd.DataFrame) -> float | None:
@@ -77,37 +131,85 @@ def geometric_mean_speedup(frame: pd.DataFrame) -> float | None:
     return stats.geometric_mean(speedups)
 
 
+def failures(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every solution that is not correct, and every correct one with a disqualifying flag (status
+    `correct`, the flags in its reason): status, problem, solution and a one-line reason.
+    Grouped by status (most frequent first), problems in natural order."""
+    rows = [{"status": row["status"], "problem": row["problem"], "solution": row["solution"],
+             "reason": failure_reason(row)}
+            for row in frame.to_dict("records") if row["status"] != CORRECT or disqualifying_flags(row)]
+    table = pd.DataFrame(rows, columns=FAILURE_COLUMNS)
+    if table.empty:
+        return table
+    frequency = table["status"].map(table["status"].value_counts())
+    order = sorted(range(len(table)), key=lambda i: (table["status"][i] == CORRECT, -frequency[i],
+                                                     table["status"][i], natural_key(table["problem"][i])))
+    return table.iloc[order].reset_index(drop=True)
+
+
+def failure_reason(row) -> str:
+    """One line: the flags raised (if any), then the row's message, first mismatch or sweep failure."""
+    flags = disqualifying_flags(row)
+    columns = ("sweep_failure", "message") if flags else ("message", "first_mismatch")
+    detail = next((_text(row, column) for column in columns if _text(row, column)), "")
+    detail = detail.splitlines()[0] if detail else ""
+    if flags:
+        return f"flags: {', '.join(flags)}" + (f"; {detail}" if detail else "")
+    return detail
+
+
 @dataclass(frozen=True)
 class Summary:
     results: int                     # rows summarised (latest per problem and solution)
     problems: int
     status_counts: dict
-    fast_p: dict
+    fast_p: dict                     # trusted (the headline): correct, official sizes, no disqualifying flag
+    fast_p_kernelbench: dict         # KernelBench's: correct at the official sizes
+    reduced_sizes: int               # correct results run at reduced sizes: in neither fast_p
     geometric_mean_speedup: float | None
     best: pd.DataFrame
+    failures: pd.DataFrame           # not correct, or correct with a disqualifying flag
+    run_ids: tuple = ()              # runs the rows came from
+    devices: tuple = ()              # device names the rows ran on
 
     def to_dict(self) -> dict:
+        as_keys = lambda values: {f"fast_{p:g}": value for p, value in values.items()}
         return {
             "results": self.results, "problems": self.problems, "status_counts": self.status_counts,
-            "fast_p": {f"fast_{p:g}": value for p, value in self.fast_p.items()},
+            "fast_p": {"trusted": as_keys(self.fast_p), "kernelbench": as_keys(self.fast_p_kernelbench)},
+            "reduced_size_results": self.reduced_sizes,
             "geometric_mean_speedup": self.geometric_mean_speedup,
-            "best_per_problem": [{key: (None if isinstance(value, float) and math.isnan(value) else value)
-                                  for key, value in row.items()} for row in self.best.to_dict("records")],
+            "best_per_problem": _records(self.best), "failures": _records(self.failures),
+            "run_ids": list(self.run_ids), "devices": list(self.devices),
         }
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{key: (None if isinstance(value, float) and math.isnan(value) else value) for key, value in row.items()}
+            for row in frame.to_dict("records")]
+
+
+def _distinct(frame: pd.DataFrame, column: str) -> tuple:
+    return tuple(value for value in dict.fromkeys(_column(frame, column)) if value)
 
 
 def summarise(frame: pd.DataFrame) -> Summary:
     """The whole summary of a non-empty results frame."""
+    correct = frame["status"] == CORRECT
     return Summary(results=len(frame), problems=int(frame["problem"].nunique()), status_counts=status_counts(frame),
-                   fast_p=fast_p(frame), geometric_mean_speedup=geometric_mean_speedup(frame),
-                   best=best_per_problem(frame))
+                   fast_p=fast_p_trusted(frame), fast_p_kernelbench=fast_p_kernelbench(frame),
+                   reduced_sizes=int((correct & ~official_mask(frame)).sum()),
+                   geometric_mean_speedup=geometric_mean_speedup(frame), best=best_per_problem(frame),
+                   failures=failures(frame), run_ids=_distinct(frame, "run_id"),
+                   devices=_distinct(frame, "device_name") or _distinct(frame, "device"))
 
 
 def compare(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """Problem by problem: best speedup and correct count in each run, and the ratio after/before."""
     left = best_per_problem(before)[["problem", "correct", "best_speedup"]]
     right = best_per_problem(after)[["problem", "correct", "best_speedup"]]
-    merged = left.merge(right, on="problem", how="outer", suffixes=("_a", "_b")).sort_values("problem")
+    merged = left.merge(right, on="problem", how="outer", suffixes=("_a", "_b"))
+    merged = merged.iloc[sorted(range(len(merged)), key=lambda i: natural_key(merged["problem"][i]))]
     merged["ratio_b_over_a"] = (pd.to_numeric(merged["best_speedup_b"], errors="coerce")
                                 / pd.to_numeric(merged["best_speedup_a"], errors="coerce"))
     return merged.reset_index(drop=True)

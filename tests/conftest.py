@@ -40,6 +40,7 @@ CPP_FIXTURES = [
     (PROBLEMS / "linear.py", SOLUTIONS / "linear" / "correct.py"),
     (FIXTURES / "cheats" / "problems" / "convt1d_small.py", FIXTURES / "cheats" / "honest_cpp.py"),
     (FIXTURES / "cheats" / "problems" / "convt1d_small.py", FIXTURES / "cheats" / "fallback_op.py"),
+    (REPO / "examples" / "problems" / "swish.py", REPO / "examples" / "solutions" / "swish" / "cpp.py"),  # README
 ]
 
 

@@ -95,9 +95,10 @@ def test_fast_p_and_geomean_exactly(hand_built_csv):
 
 def test_report_formats_plot_and_comparison(hand_built_csv, tmp_path):
     as_json = json.loads(kbench("report", hand_built_csv, "--format", "json").stdout)
-    assert as_json["fast_p"]["fast_1"] == 0.25
+    assert as_json["fast_p"]["trusted"]["fast_1"] == 0.25 and as_json["fast_p"]["kernelbench"]["fast_1"] == 0.25
+    assert {row["solution"] for row in as_json["failures"]} == {"b2", "c1", "d1"}
     markdown = kbench("report", hand_built_csv, "--format", "markdown").stdout
-    assert "| fast_0.8 | 50.0% |" in markdown
+    assert "| fast_0.8 | 50.0% | 50.0% |" in markdown
     assert "best_speedup" in kbench("report", hand_built_csv, "--format", "csv").stdout
     plot = tmp_path / "speedups.png"
     completed = kbench("report", hand_built_csv, "--plot", plot)
