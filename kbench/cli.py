@@ -11,14 +11,13 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
 
 from kbench import __version__
 from kbench.config import PYTORCH_DEFAULT, STRICT_FP32, RunConfig, default_cache_dir
 from kbench.report import FAILURES_SHOWN, results_table
-from kbench.results import Status, append_row
+from kbench.results import Status
 from kbench.solution import PairingError, default_problem_dirs, pair_problem
+from kbench.terminal import print_report, print_summary, run_with_progress, wide_console
 
 EXIT_ALL_CORRECT, EXIT_SOME_NOT_CORRECT = 0, 1  # usage errors exit 2 through click
 
@@ -139,13 +138,13 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
         raise click.UsageError(f"not a Python file: {', '.join(not_python)} (a solution is a .py file "
                                "defining ModelNew)")
     config = build_config(**options)
-    device = _checked_device(config.device)
+    device = _device(config.device)
     pairs = [(problem_path or _pair(solution, problems_dir), solution) for solution in solutions]
-    results = _run_with_progress(pairs, config, [device], jobs, out, as_json)
+    results = run_with_progress(pairs, config, [device], jobs, out, as_json)
     if as_json:
         click.echo(json.dumps([result.to_row() for result in results], indent=2))
     else:
-        console = _wide_console()
+        console = wide_console()
         console.print(results_table(results, title=f"kbench eval on {device}", width=console.width))
         Console(stderr=True).print(f"results appended to {out}")
     sys.exit(_exit_code(results))
@@ -189,7 +188,7 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
     from kbench.sweep import select_pairs
 
     config = build_config(**options)
-    executor, devices = _executor_and_devices(executor_name, ray_address, config.device, gpus)
+    executor, devices = _run_devices(executor_name, ray_address, config.device, gpus)
     pairs, unpaired, skipped = select_pairs(problems_dir, solutions_dir, filters, out if only_failed else None,
                                             out if resume else None, config, devices[0])
     console = Console(stderr=True)
@@ -201,11 +200,11 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
         console.print("nothing to evaluate")
         sys.exit(EXIT_ALL_CORRECT)
     run_id = new_run_id()
-    results = _run_with_progress(pairs, config, devices, jobs, out, as_json, run_id=run_id, executor=executor)
+    results = run_with_progress(pairs, config, devices, jobs, out, as_json, run_id=run_id, executor=executor)
     if as_json:
         click.echo(json.dumps([result.to_row() for result in results], indent=2))
     else:
-        _print_report(out, run_id)
+        print_report(out, run_id)
         console.print(f"{len(results)} results appended to {out} (run {run_id})")
     sys.exit(_exit_code(results))
 
@@ -241,7 +240,7 @@ def report_command(csvs, output_format, run_id, plot, all_failures) -> None:
         elif output_format == "csv":
             click.echo(comparison.to_csv(index=False), nl=False)
         else:
-            console = _wide_console()
+            console = wide_console()
             console.print(comparison_table(comparison, str(paths[0]), str(paths[1]), width=console.width))
         return
     result = summary.summarise(frames[0])
@@ -253,7 +252,7 @@ def report_command(csvs, output_format, run_id, plot, all_failures) -> None:
     elif output_format == "markdown":
         click.echo(summary_markdown(result, limit))
     else:
-        _print_summary(result, limit)
+        print_summary(result, limit)
     if plot:
         _plot(result, plot)
 
@@ -284,98 +283,8 @@ def _load_results(path: Path, run_id: str | None):
     return frame
 
 
-def _print_report(out: Path, run_id: str) -> None:
-    from kbench import summary
-
-    _print_summary(summary.summarise(summary.load(out, run_id)))
-
-
-def _print_summary(result, failures_limit=FAILURES_SHOWN) -> None:
-    from kbench.report import summary_tables
-
-    console = _wide_console()
-    for table in summary_tables(result, failures_limit, width=console.width):
-        console.print(table)
-
-
-def _run_with_progress(pairs, config, devices, jobs, out, quiet, run_id=None, executor=None):
-    """Run pairs with progress bars (builds, evaluations with failures so far and time left)."""
-    from kbench.runner import new_run_id
-    from kbench.scheduler import run_pairs
-
-    failures = 0
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True, disable=quiet) as progress:
-        building = progress.add_task("building", total=len(pairs), visible=len(pairs) > 1, failed="")
-        evaluating = progress.add_task("evaluating", total=len(pairs), failed="")
-
-        def record(result):
-            nonlocal failures
-            append_row(out, result.to_row())  # written the moment it exists
-            failures += result.status != Status.CORRECT
-            progress.update(evaluating, advance=1, failed=f"{failures} not correct" if failures else "")
-
-        try:
-            return run_pairs(pairs, config, devices=devices, run_id=run_id or new_run_id(), jobs=jobs,
-                             executor=executor, on_result=record, on_built=lambda result: progress.advance(building))
-        except KeyboardInterrupt:
-            Console(stderr=True).print(f"interrupted: every finished result is in {out}")
-            sys.exit(130)
-
-
 def _exit_code(results) -> int:
     return EXIT_ALL_CORRECT if all(r.status == Status.CORRECT for r in results) else EXIT_SOME_NOT_CORRECT
-
-
-def _executor_and_devices(name: str, ray_address: str | None, requested: str, gpus: str | None):
-    """The executor of a sweep and the devices it evaluates on."""
-    from kbench.scheduler import LocalExecutor
-
-    if name == "local":
-        if ray_address:
-            raise click.UsageError("--ray-address needs --executor ray")
-        return LocalExecutor(), _devices(requested, gpus)
-    if gpus:
-        raise click.UsageError("--gpus is for --executor local; Ray places evaluations on the cluster's GPUs")
-    from kbench.ray_executor import INSTALL_HINT, RayExecutor
-
-    try:
-        executor = RayExecutor(ray_address)
-    except ModuleNotFoundError as error:
-        if error.name != "ray":
-            raise
-        raise click.UsageError(INSTALL_HINT)
-    except ConnectionError as error:
-        raise click.UsageError(f"--ray-address {ray_address}: {error}")
-    try:
-        return executor, [executor.device_for(requested)]
-    except ValueError as error:
-        raise click.UsageError(str(error))
-
-
-def _devices(requested: str, gpus: str | None) -> list[str]:
-    """The devices evaluations run on: every visible GPU (or those --gpus names), else the CPU."""
-    import torch
-
-    device = _checked_device(requested)
-    if device == "cpu":
-        if gpus:
-            raise click.UsageError("--gpus needs a CUDA device")
-        return ["cpu"]
-    if requested != "auto" and gpus is None:
-        return [device]
-    count = torch.cuda.device_count()
-    if gpus is None:
-        return [f"cuda:{index}" for index in range(count)]
-    try:
-        indices = list(range(int(gpus))) if "," not in gpus and len(gpus) <= 2 and int(gpus) > 0 else \
-            [int(part) for part in gpus.split(",") if part]
-    except ValueError:
-        raise click.UsageError(f"--gpus {gpus}: expected a count (2) or indices (0,1)")
-    if not indices or any(index < 0 or index >= count for index in indices):
-        raise click.UsageError(f"--gpus {gpus}: {count} CUDA device(s) visible")
-    return [f"cuda:{index}" for index in indices]
 
 
 @main.command("list")
@@ -393,13 +302,26 @@ def list_command(problems_dir, solutions_dir, as_json) -> None:
     if as_json:
         click.echo(json.dumps([entry.__dict__ for entry in entries], indent=2, default=str))
     else:
-        console = _wide_console()
+        console = wide_console()
         console.print(problems_table(entries, width=console.width))
 
 
-def _wide_console() -> Console:
-    console = Console()
-    return console if console.is_terminal else Console(width=200)  # pipes and logs: one line per row
+def _run_devices(executor_name: str, ray_address: str | None, requested: str, gpus: str | None):
+    from kbench.devices import DeviceError, executor_and_devices
+
+    try:
+        return executor_and_devices(executor_name, ray_address, requested, gpus)
+    except DeviceError as error:
+        raise click.UsageError(str(error))
+
+
+def _device(requested: str) -> str:
+    from kbench.devices import DeviceError, checked_device
+
+    try:
+        return checked_device(requested)
+    except DeviceError as error:
+        raise click.UsageError(str(error))
 
 
 def _pair(solution: Path, problems_dir: Path | None) -> Path:
@@ -407,23 +329,6 @@ def _pair(solution: Path, problems_dir: Path | None) -> Path:
         return pair_problem(solution, [problems_dir] if problems_dir else default_problem_dirs(solution))
     except PairingError as error:
         raise click.UsageError(str(error))
-
-
-def _checked_device(requested: str) -> str:
-    import torch
-
-    from kbench.runner import resolve_device
-
-    device = resolve_device(requested)
-    if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise click.UsageError(f"--device {requested}: no CUDA device here; use --device cpu")
-        index = int(device.split(":")[1]) if ":" in device else 0
-        if index >= torch.cuda.device_count():
-            raise click.UsageError(f"--device {requested}: only {torch.cuda.device_count()} CUDA device(s)")
-    elif device != "cpu":
-        raise click.UsageError(f"--device {requested}: expected auto, cpu, cuda or cuda:N")
-    return device
 
 
 if __name__ == "__main__":

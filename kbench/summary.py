@@ -17,11 +17,11 @@ from pathlib import Path
 import pandas as pd
 
 from kbench import stats
+from kbench.results import Status
 from kbench.names import natural_key
 
 # fast_p thresholds: the share of problems with a correct solution faster than p times the reference.
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
-CORRECT = "correct"
 # Flags that say nothing against the candidate; every other flag keeps a result out of trusted fast_p.
 HARMLESS_FLAGS = frozenset({"throttled"})
 BEST_COLUMNS = ["problem", "solutions", "correct", "best_solution", "best_speedup", "ref_median_ms",
@@ -66,7 +66,7 @@ def trusted_mask(frame: pd.DataFrame) -> pd.Series:
     """Correct rows with no flag but harmless ones."""
     flagged = _column(frame, "flags").map(lambda text: any(
         flag and flag not in HARMLESS_FLAGS for flag in text.split(";")))
-    return (frame["status"] == CORRECT) & ~flagged
+    return (frame["status"] == Status.CORRECT) & ~flagged
 
 
 def best_per_problem(frame: pd.DataFrame) -> pd.DataFrame:
@@ -80,7 +80,7 @@ def best_per_problem(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _best_row(problem: str, group: pd.DataFrame) -> dict:
-    correct = group[group["status"] == CORRECT]
+    correct = group[group["status"] == Status.CORRECT]
     timed = correct.dropna(subset=["speedup"])
     best = timed.loc[timed["speedup"].idxmax()] if not timed.empty else (
         correct.iloc[0] if not correct.empty else None)
@@ -109,7 +109,7 @@ def fast_p(frame: pd.DataFrame, counted: pd.Series | None = None, thresholds=FAS
     problems = frame["problem"].nunique()
     if problems == 0:
         return {p: 0.0 for p in thresholds}
-    counted = (frame["status"] == CORRECT) if counted is None else counted
+    counted = (frame["status"] == Status.CORRECT) if counted is None else counted
     eligible = frame[counted]
     best = eligible.groupby("problem")["speedup"].max()
     return {p: (eligible["problem"].nunique() if p == 0 else int((best > p).sum())) / problems
@@ -118,7 +118,7 @@ def fast_p(frame: pd.DataFrame, counted: pd.Series | None = None, thresholds=FAS
 
 def fast_p_kernelbench(frame: pd.DataFrame) -> dict[float, float]:
     """KernelBench's fast_p: correct, at the official sizes."""
-    return fast_p(frame, (frame["status"] == CORRECT) & official_mask(frame))
+    return fast_p(frame, (frame["status"] == Status.CORRECT) & official_mask(frame))
 
 
 def fast_p_trusted(frame: pd.DataFrame) -> dict[float, float]:
@@ -127,7 +127,7 @@ def fast_p_trusted(frame: pd.DataFrame) -> dict[float, float]:
 
 
 def geometric_mean_speedup(frame: pd.DataFrame) -> float | None:
-    speedups = frame.loc[frame["status"] == CORRECT, "speedup"].dropna().tolist()
+    speedups = frame.loc[frame["status"] == Status.CORRECT, "speedup"].dropna().tolist()
     return stats.geometric_mean(speedups)
 
 
@@ -137,12 +137,12 @@ def failures(frame: pd.DataFrame) -> pd.DataFrame:
     Grouped by status (most frequent first), problems in natural order."""
     rows = [{"status": row["status"], "problem": row["problem"], "solution": row["solution"],
              "reason": failure_reason(row)}
-            for row in frame.to_dict("records") if row["status"] != CORRECT or disqualifying_flags(row)]
+            for row in frame.to_dict("records") if row["status"] != Status.CORRECT or disqualifying_flags(row)]
     table = pd.DataFrame(rows, columns=FAILURE_COLUMNS)
     if table.empty:
         return table
     frequency = table["status"].map(table["status"].value_counts())
-    order = sorted(range(len(table)), key=lambda i: (table["status"][i] == CORRECT, -frequency[i],
+    order = sorted(range(len(table)), key=lambda i: (table["status"][i] == Status.CORRECT, -frequency[i],
                                                      table["status"][i], natural_key(table["problem"][i])))
     return table.iloc[order].reset_index(drop=True)
 
@@ -195,7 +195,7 @@ def _distinct(frame: pd.DataFrame, column: str) -> tuple:
 
 def summarise(frame: pd.DataFrame) -> Summary:
     """The whole summary of a non-empty results frame."""
-    correct = frame["status"] == CORRECT
+    correct = frame["status"] == Status.CORRECT
     return Summary(results=len(frame), problems=int(frame["problem"].nunique()), status_counts=status_counts(frame),
                    fast_p=fast_p_trusted(frame), fast_p_kernelbench=fast_p_kernelbench(frame),
                    reduced_sizes=int((correct & ~official_mask(frame)).sum()),

@@ -1,0 +1,95 @@
+"""What kbench shows on the terminal while a run goes and after it: progress bars, a line per running worker
+saying what it does, the summary tables. The CLI calls these; nothing here decides anything."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+from kbench.report import FAILURES_SHOWN
+from kbench.results import Status, append_row
+
+
+def wide_console() -> Console:
+    console = Console()
+    return console if console.is_terminal else Console(width=200)  # pipes and logs: one line per row
+
+
+def run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run_id=None, executor=None):
+    """Run pairs with progress bars (builds; evaluations with failures so far and time left) and a line per
+    running worker ("convt1d.py: building conv_ext (nvcc) 12 s", "sweep 3/8"); every result is appended to
+    `out` the moment it exists. Ctrl-C: exit 130, the CSV holding every finished result."""
+    from kbench.runner import new_run_id
+    from kbench.scheduler import run_pairs
+
+    failures = 0
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), _Count(),
+                  TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True, disable=quiet) as progress:
+        building = progress.add_task("building", total=len(pairs), visible=len(pairs) > 1, failed="")
+        evaluating = progress.add_task("evaluating", total=len(pairs), failed="")
+        workers = _WorkerLines(progress)
+
+        def record(result):
+            nonlocal failures
+            append_row(out, result.to_row())  # written the moment it exists
+            failures += result.status != Status.CORRECT
+            progress.update(evaluating, advance=1, failed=f"{failures} not correct" if failures else "")
+
+        try:
+            return run_pairs(pairs, config, devices=devices, run_id=run_id or new_run_id(), jobs=jobs,
+                             executor=executor, on_result=record, on_built=lambda result: progress.advance(building),
+                             on_progress=workers.show)
+        except KeyboardInterrupt:
+            Console(stderr=True).print(f"interrupted: every finished result is in {out}")
+            sys.exit(130)
+
+
+class _Count(MofNCompleteColumn):
+    """'3/10' on the bars; nothing on a worker's line, which has no total."""
+
+    def render(self, task):
+        return Text("") if task.total is None else super().render(task)
+
+
+class _WorkerLines:
+    """One progress line per running worker, removed when it ends."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.lines: dict[tuple, int] = {}
+        self.lock = threading.Lock()
+
+    def show(self, pair, record) -> None:
+        with self.lock:
+            line = self.lines.get(pair)
+            if record is None:
+                if line is not None:
+                    self.progress.remove_task(self.lines.pop(pair))
+                return
+            description = f"  {Path(pair[1]).name}: {record.describe(time.time())}"
+            if line is None:
+                self.lines[pair] = self.progress.add_task(description, total=None, failed="")
+            else:
+                self.progress.update(line, description=description)
+
+
+def print_report(out: Path, run_id: str) -> None:
+    from kbench import summary
+
+    print_summary(summary.summarise(summary.load(out, run_id)))
+
+
+def print_summary(result, failures_limit=FAILURES_SHOWN) -> None:
+    from kbench.report import summary_tables
+
+    console = wide_console()
+    for table in summary_tables(result, failures_limit, width=console.width):
+        console.print(table)
