@@ -302,11 +302,10 @@ def tampering_message(changes: list[str], when: str, limit: int = 8) -> str:
     return f"changed the reference while {when}: {shown}"
 
 
-def slowed_reference_message(before_ms: list[float], during_ms: list[float],
-                             min_ratio: float = stats.SLOWDOWN_MIN_RATIO) -> str | None:
+def slowed_reference_message(before_ms: list[float], during_ms: list[float]) -> str | None:
     """Why the reference timed while the candidate was loaded is slower than before it was imported
     beyond what noise allows (the rule is stats.slowdown's); None when it is not."""
-    ratio = stats.slowdown(before_ms, during_ms, min_ratio=min_ratio)
+    ratio = stats.slowdown(before_ms, during_ms)
     if ratio is None:
         return None
     return (f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "

@@ -20,7 +20,7 @@ ray = pytest.importorskip("ray", reason="needs Ray: pip install -e '.[ray]'")
 from kbench.config import RunConfig
 from kbench.ray_executor import NodeJob, run_on_node
 from kbench.results import Status, read_rows
-from kbench.runner import file_hash
+from kbench.runner import identify
 from kbench.sweep import select_pairs
 
 from conftest import PROBLEMS, REPO, SOLUTIONS
@@ -75,9 +75,9 @@ def test_ray_sweep_gives_the_local_verdicts_and_writes_every_row(tmp_path, cpu_c
 def test_a_node_that_sees_other_files_than_the_driver_gives_infra_error(tmp_path, cluster):
     problem, solution = PROBLEMS / "axpy.py", tmp_path / "solution.py"
     shutil.copy(SOLUTIONS / "axpy" / "correct_plain.py", solution)
-    job = NodeJob(problem=problem, solution=solution, problem_hash=file_hash(problem),
-                  solution_hash=file_hash(solution), config=RunConfig(device="cpu", cache_dir=tmp_path),
-                  device="cpu", run_id="r")
+    config = RunConfig(device="cpu", cache_dir=tmp_path)
+    job = NodeJob(problem=problem, solution=solution, identity=identify(problem, solution, config, "cpu", "r"),
+                  config=config, device="cpu")
     solution.write_text(solution.read_text() + "# edited after the driver read it\n")
     edited = ray.get(ray.remote(run_on_node).remote(job))
     assert edited.status == Status.INFRA_ERROR and f"{solution} differs" in edited.message

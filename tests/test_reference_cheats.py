@@ -60,9 +60,11 @@ def test_changing_the_reference_is_tampering(config, solution, name):
     assert name in result.message
 
 
-def test_slowing_the_reference_from_outside_it_is_caught_by_its_time(config):
-    """Nothing of the reference changes; a spinning thread competes with it, never with ModelNew."""
-    result = evaluate(CONVT, CHEATS / "slow_reference_thread.py", config)
+@pytest.mark.gpu
+def test_slowing_the_reference_from_outside_it_is_caught_by_its_time(gpu_config):
+    """Nothing of the reference changes; a spinning thread competes with it, never with ModelNew. (On a CPU
+    the reference's time moves too much with the machine's load to tell: kbench compares it on a GPU.)"""
+    result = evaluate(CONVT, CHEATS / "slow_reference_thread.py", gpu_config)
     assert result.status == Status.REJECTED and SLOWED_REFERENCE in result.flags, result.message
 
 
