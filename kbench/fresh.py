@@ -26,7 +26,7 @@ from kbench.trials import ask_truth, guard_output
 CHECK_EVERY_CALL_BYTES = 64 << 20
 CHECK_PROBABILITY = 0.25
 # Share of rounds before which the watched settings, harness functions and reference are compared.
-WATCH_PROBABILITY = 0.25
+WATCH_PROBABILITY = 0.1
 
 
 class FreshRounds:

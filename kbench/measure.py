@@ -57,7 +57,7 @@ def measure(reference_model, candidate_model, make_inputs, trials: TrialsResult,
 
 
 # The reference's timed calls before the candidate is imported stop after this long (or enough samples).
-ALONE_BUDGET_S = 0.5
+ALONE_BUDGET_S = 0.25
 
 
 def time_alone(reference_model, make_inputs, context: Context) -> tuple[float, ...]:
