@@ -98,6 +98,23 @@ def test_axis_rule(name, value, axis):
     assert params.is_axis(name, value) is axis
 
 
+def test_broadcast_shapes_are_not_swept(tmp_path):
+    """`bias_shape = (1, 1, 1)` (KernelBench level 2 #36) drawn as (5, 5, 5) breaks the reference."""
+    module = module_from(tmp_path, """
+        import torch
+        batch_size = 16
+        features = 64
+        bias_shape = (1, 1, 1)
+        output_padding = (1, 1, 1)
+        def get_inputs():
+            return [torch.rand(batch_size, features, 1, 1)]
+        def get_init_inputs():
+            return [bias_shape, output_padding]
+    """)
+    space, _ = params.sweep_space(module)
+    assert "bias_shape" not in space and "output_padding" in space  # a knob of ones is still swept
+
+
 @pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="needs ../shared/kernelbench")
 def test_axis_rule_on_kernelbench_files():
     """`dim` is an axis in the cumsum and reduction problems and a size in the activations and ViT."""
