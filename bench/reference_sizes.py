@@ -34,8 +34,15 @@ SEED = 42                       # RunConfig.seed
 
 
 def reason(stage: str, error: BaseException) -> str:
+    """One line: the stage, the error, and for a bare `assert` the line that raised it."""
+    import traceback
+
     lines = str(error).strip().splitlines()
-    return f"{stage}: {type(error).__name__}: {lines[0][:160] if lines else ''}".rstrip(": ")
+    text = lines[0][:160] if lines else ""
+    if not text:
+        frames = traceback.extract_tb(error.__traceback__)
+        text = f"at {frames[-1].line}" if frames and frames[-1].line else ""
+    return f"{stage}: {type(error).__name__}: {text}".rstrip(": ")
 
 
 def run_reference(module, overrides: dict, input_seed: int) -> str | None:
@@ -168,21 +175,52 @@ def failure_table(rows: list[dict]) -> list[str]:
     return lines or ["(none)"]
 
 
+def skip_reasons(rows: list[dict], top: int = 8) -> list[str]:
+    """The commonest reasons sweep configurations were skipped, per level (numbers folded to N)."""
+    import re
+    from collections import Counter
+
+    lines = []
+    for level in LEVELS:
+        counts = Counter((re.sub(r"\d+", "N", step["error"])[:120], row["problem"]) for row in rows
+                         if row["level"] == level for step in row["steps"] if step["step"] == "sweep" and step["error"])
+        by_reason = Counter()
+        problems: dict[str, set] = {}
+        for (text, problem), count in counts.items():
+            by_reason[text] += count
+            problems.setdefault(text, set()).add(problem)
+        for text, count in by_reason.most_common(top):
+            lines.append(f"{level:<8}{count:>6} skips in {len(problems[text]):>3} problems  {text}")
+    return lines or ["(none)"]
+
+
 def render(rows: list[dict], label: str) -> str:
     seconds = sum(row["seconds"] for row in rows)
     parts = [f"References at kbench's reduced CPU sizes and in an {SWEEP}-configuration sweep ({label}); "
              f"{len(rows)} problems, {seconds:.0f} s of child time", "", *level_table(rows), "",
              "Why not (one line per failure; 'sweep' lines count configurations skipped because the "
-             "reference failed there):", *failure_table(rows)]
+             "reference failed there):", *failure_table(rows), "",
+             "Commonest reasons for skipped sweep configurations:", *skip_reasons(rows), "",
+             "Each child runs with torch.set_num_threads(1) and a data-size limit (--memory-gb, default 4 GB):",
+             "'can't allocate memory' means a reference needed more than that at those sizes."]
     return "\n".join(parts) + "\n"
 
 
 def compare(before_path: Path, after_path: Path) -> str:
+    """One line per level: references that run at small sizes, and sweep skips, before -> after."""
     before, after = (json.loads(Path(p).read_text()) for p in (before_path, after_path))
-    lines = []
-    for name, rows in (("before", before), ("after", after)):
-        lines += [f"{name}:", *level_table(rows), ""]
-    return "\n".join(lines)
+    header = f"{'level':<8}{'problems':>9}{'ref runs small':>22}{'sweep skipped':>20}{'sweeps < 8':>16}"
+    lines = [header, "-" * len(header)]
+    for level in LEVELS + ("all",):
+        counts = []
+        for rows in (before, after):
+            chosen = [summarize(row) for row in rows if level in ("all", row["level"])]
+            counts.append((len(chosen), sum(s["small_ok"] for s in chosen), sum(s["skipped"] for s in chosen),
+                           sum(s["ran"] < SWEEP for s in chosen)))
+        (n, *old), (_, *new) = counts
+        cells = [f"{o} -> {w}" for o, w in zip(old, new)]
+        lines.append(f"{level:<8}{n:>9}{cells[0]:>22}{cells[1]:>20}{cells[2]:>16}")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -197,21 +235,25 @@ def main() -> None:
     parser.add_argument("--only", help="substring of the files to run (for a quick look)")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE_JSON", "AFTER_JSON"))
+    parser.add_argument("--from-json", type=Path, help="render rows saved by an earlier --json, run nothing")
     args = parser.parse_args()
     if args.one:
         return measure(args.one, args.memory_gb)
     if args.compare:
         return print(compare(*args.compare), end="")
     pythonpath = os.environ.get("PYTHONPATH", "")
-    files = [path for path in problem_files(args.kernelbench) if not args.only or args.only in str(path)]
-    with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        rows = list(pool.map(lambda path: child(path, args.timeout, args.memory_gb, pythonpath), files))
+    if args.from_json:
+        rows = json.loads(args.from_json.read_text())
+    else:
+        files = [path for path in problem_files(args.kernelbench) if not args.only or args.only in str(path)]
+        with ThreadPoolExecutor(max_workers=args.workers) as pool:
+            rows = list(pool.map(lambda path: child(path, args.timeout, args.memory_gb, pythonpath), files))
     text = render(rows, args.label or f"PYTHONPATH={pythonpath}")
     print(text, end="")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
-    if args.json:
+    if args.json and not args.from_json:
         args.json.write_text(json.dumps(rows, indent=1))
 
 

@@ -9,7 +9,8 @@ problem may declare its sweep space and its small sizes:
 Without a declaration (every KernelBench file as it is) both are derived from the globals those two
 functions read: integers, booleans and tuples of integers. Two kinds of those are not varied:
 globals computed from other globals (`bias_shape = (out_channels, 1, 1)`), which follow their
-sources under `overridden`, and axis globals (see `is_axis`), which keep their official value.
+sources under `overridden`, and axis globals and broadcast shapes (see `is_axis`,
+`is_broadcast_shape`), which keep their official value.
 """
 
 from __future__ import annotations
@@ -56,10 +57,16 @@ def is_axis(name: str, value: object) -> bool:
         type(v) is int and -MAX_RANK <= v < MAX_RANK for v in values)
 
 
+def is_broadcast_shape(name: str, value: object) -> bool:
+    """A tuple of ones that is not a knob (`bias_shape = (1, 1, 1)`) broadcasts: it is not a size."""
+    return isinstance(value, tuple) and bool(value) and set(value) == {1} and _knob_values(name) is None
+
+
 def parameter_globals(module: ModuleType) -> dict[str, object]:
     """Globals read by get_inputs()/get_init_inputs() that a sweep can vary: ints, bools, int tuples.
 
-    Derived globals and axes are left out: they follow their sources or keep their official value.
+    Derived globals, axes and broadcast shapes are left out: they follow their sources or keep their
+    official value.
     """
     derived = derived_globals(module)
     names = []
@@ -71,7 +78,7 @@ def parameter_globals(module: ModuleType) -> dict[str, object]:
     found = {}
     for name in dict.fromkeys(names):
         value = getattr(module, name, None)
-        if name in derived or is_axis(name, value):
+        if name in derived or is_axis(name, value) or is_broadcast_shape(name, value):
             continue
         if isinstance(value, bool) or (isinstance(value, int)) or (
                 isinstance(value, tuple) and value and all(type(v) is int for v in value)):

@@ -9,7 +9,6 @@ so `overridden` re-runs the module's top-level assignments with the overridden o
 from __future__ import annotations
 
 import ast
-import builtins
 import contextlib
 import importlib.util
 import inspect
@@ -95,25 +94,24 @@ def _bound_names(nodes: list[ast.expr]) -> set[str] | None:
     for node in nodes:
         if isinstance(node, ast.Name):
             names.add(node.id)
-        elif isinstance(node, ast.Starred):
+            continue
+        if isinstance(node, ast.Starred):
             inner = _bound_names([node.value])
-            if inner is None:
-                return None
-            names |= inner
         elif isinstance(node, (ast.Tuple, ast.List)):
             inner = _bound_names(node.elts)
-            if inner is None:
-                return None
-            names |= inner
         else:
             return None
+        if inner is None:
+            return None
+        names |= inner
     return names
 
 
 def derived_globals(module: ModuleType) -> frozenset[str]:
     """Globals whose last top-level assignment reads other globals: they follow, not vary.
 
-    Builtins and imported modules do not count as sources (`n = math.prod((2, 3))` is a constant).
+    Builtins and imported modules are not sources (`n = math.prod((2, 3))` is a constant); a
+    function of the module is (`bias_shape = _shape()` may read any global).
     """
     namespace = vars(module)
     last: dict[str, Assignment] = {}
@@ -123,7 +121,7 @@ def derived_globals(module: ModuleType) -> frozenset[str]:
     derived = set()
     for name, assignment in last.items():
         sources = {read for read in assignment.reads - {name}
-                   if not hasattr(builtins, read) and not isinstance(namespace.get(read), ModuleType)}
+                   if read in namespace and not isinstance(namespace[read], ModuleType)}
         if sources:
             derived.add(name)
     return frozenset(derived)

@@ -98,6 +98,23 @@ def test_axis_rule(name, value, axis):
     assert params.is_axis(name, value) is axis
 
 
+def test_broadcast_shapes_are_not_swept(tmp_path):
+    """`bias_shape = (1, 1, 1)` (KernelBench level 2 #36) drawn as (5, 5, 5) breaks the reference."""
+    module = module_from(tmp_path, """
+        import torch
+        batch_size = 16
+        features = 64
+        bias_shape = (1, 1, 1)
+        output_padding = (1, 1, 1)
+        def get_inputs():
+            return [torch.rand(batch_size, features, 1, 1)]
+        def get_init_inputs():
+            return [bias_shape, output_padding]
+    """)
+    space, _ = params.sweep_space(module)
+    assert "bias_shape" not in space and "output_padding" in space  # a knob of ones is still swept
+
+
 @pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="needs ../shared/kernelbench")
 def test_axis_rule_on_kernelbench_files():
     """`dim` is an axis in the cumsum and reduction problems and a size in the activations and ViT."""
@@ -127,8 +144,11 @@ def test_tuple_unpacking_and_chained_assignments(tmp_path):
 
 def test_globals_computed_by_a_function_call_follow(tmp_path):
     module = module_from(tmp_path, """
+        import math
         def _shape():
             return (out_channels, 1, 1)
+        constant = math.prod((2, 3))
+        width = int(64)
         out_channels = 64
         bias_shape = _shape()
         scale_shape = tuple(2 * c for c in (out_channels,))
@@ -136,7 +156,7 @@ def test_globals_computed_by_a_function_call_follow(tmp_path):
     with overridden(module, {"out_channels": 6}):
         assert module.bias_shape == (6, 1, 1) and module.scale_shape == (12,)
     assert module.bias_shape == (64, 1, 1)
-    assert derived_globals(module) == {"bias_shape", "scale_shape"}
+    assert derived_globals(module) == {"bias_shape", "scale_shape"}  # modules and builtins are not sources
 
 
 def test_an_assignment_that_fails_to_rerun_keeps_its_value_with_a_warning(tmp_path):
