@@ -82,8 +82,8 @@ def run_options(command):
                           "of many small kernels. Falls back to plain timing, with a note, when a model cannot "
                           "be captured."),
         click.option("--guards/--no-guards", "guards", default=True, show_default=True,
-                     help="Anti-cheat checks that cost time (rotating timed inputs, timed-output checks, "
-                          "hidden-work, op and precision checks)."),
+                     help="Anti-cheat checks that cost time (fresh timed inputs, timed-output checks, the "
+                          "reference timed alone and snapshotted, hidden-work, op, kernel and precision checks)."),
         click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help=f"Builds and logs [default: {default_cache_dir()}; env KBENCH_CACHE_DIR]."),
         click.option("--out", default=Path("results/results.csv"), show_default=True,
