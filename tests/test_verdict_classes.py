@@ -131,3 +131,12 @@ def test_ctrl_c_in_builds_and_evaluations_stops_at_once_and_resume_completes(tmp
     rows = read_rows(out)
     assert sorted(Path(row["solution"]).name for row in rows) == ["a_quick.py", "b_build.py", "c_evaluation.py"]
     assert all(row["status"] == "correct" for row in rows), [row["message"] for row in rows]
+
+
+def test_a_run_whose_every_result_is_skipped_ends_without_a_traceback(tmp_path, cache_dir):
+    completed = subprocess.run([sys.executable, "-m", "kbench", "eval", str(REPO / "solutions" / "convt1d.py"),
+                                "--device", "cpu", "--out", str(tmp_path / "results.csv"), "--cache-dir",
+                                str(cache_dir)], env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 1 and "skipped" in completed.stdout
+    assert "Traceback" not in completed.stderr and "cannot schedule" not in completed.stderr, completed.stderr
