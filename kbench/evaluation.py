@@ -82,17 +82,17 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
     if job.build_only:
         _import_solution(job, context)
         return context.findings.outcome(Status.BUILT)
-    # Under the overrides throughout: the reference's snapshot compares the problem's globals too (the
-    # sweep's configurations override them further, and put them back).
-    with torch.no_grad(), overridden(problem_module, overrides):
-        reference = _reference_first(problem_module, context)
-        solution_module = _import_solution(job, context)
-        official = context.official = _official_verdict(solution_module, reference, context)
+    with torch.no_grad():
+        with overridden(problem_module, overrides):
+            reference = _reference_first(problem_module, context)
+            solution_module = _import_solution(job, context)
+            official = context.official = _official_verdict(solution_module, reference, context)
         progress.update(provisional=finish(official))  # survives a sweep that kills the worker
         sweep = None
         if config.sweep > 0:
-            sweep = run_sweep(problem_module, solution_module, context)
-            context.checkpoint("sweeping ModelNew")
+            sweep = run_sweep(problem_module, solution_module, context)  # drawn around the official sizes
+            with overridden(problem_module, overrides):  # the reference's snapshot was taken under them
+                context.checkpoint("sweeping ModelNew")
     return final_outcome(official, sweep, config.strict)
 
 

@@ -92,6 +92,7 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
                   progress_path=str(Path(scratch) / "progress.json"), overrides=overrides or {},
                   log_path=str(log_path), build_only=build_only)
         job.save(Path(scratch) / "job.json")
+
         def report_progress():
             if on_progress is not None:
                 on_progress(ProgressRecord.load(Path(job.progress_path)))

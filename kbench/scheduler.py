@@ -257,7 +257,10 @@ class _PairRun:
             self.record(index, built)
 
     def watcher(self, index: int) -> Watcher:
-        return lambda record: self.interrupted or self.on_progress(self.pairs[index], record)
+        def watch(record: ProgressRecord) -> None:
+            if not self.interrupted:  # after Ctrl-C the lines go with the progress display
+                self.on_progress(self.pairs[index], record)
+        return watch
 
     def threads_for(self, index: int) -> int:
         share = max(1, self.cores // self.jobs)

@@ -3,10 +3,11 @@ sweep early.
 
 A CUDA extension's build is two compiler processes: its host file (torch's headers) and its device
 file, which takes longer (docs/benchmarks.md has measured times). Builds that each run both at once, in
-build order, end with a tail: the device files of the last builds start late, and the cores idle while they finish. So the
-sweep's builds queue every compiler for a slot, and a device compile is served as if its build came
-`lookahead` places earlier: long compiles start ahead and the short ones fill in behind them, while the
-first builds still end first and give the GPUs work early (bench/slot_order_sim.py compares the orders).
+build order, end with a tail: the device files of the last builds start late, and the cores idle while
+they finish. So the sweep's builds queue every compiler for a slot, and a device compile is served as if
+its build came `lookahead` places earlier: long compiles start ahead and the short ones fill in behind
+them, while the first builds still end first and give the GPUs work early (bench/slot_order_sim.py
+compares the orders).
 
 How: every worker points torch at wrapper scripts for the host compiler (CXX) and nvcc (PYTORCH_NVCC),
 torch's own hooks for compiler wrappers such as ccache (install_compiler_wrappers). In a sweep's build
