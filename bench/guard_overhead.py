@@ -4,7 +4,8 @@
 
 Each evaluation is a real `kbench.runner.evaluate` in a fresh worker process (builds cached first),
 with the parameter sweep off (it is not a guard). Prints the median wall time per setting and the
-overhead of the guards in percent.
+overhead of the guards in percent, then where the time went: the worker's phases (median seconds,
+guards off and on) and the guards' own entries, and the samples the timing loop took per side.
 """
 
 from __future__ import annotations
@@ -38,16 +39,19 @@ def main() -> int:
     for problem, solution in CASES:
         evaluate(Path(problem), Path(solution), replace(config, time=False, trials=1), build_only=True)
         walls = {True: [], False: []}
+        phases = {True: [], False: []}
         statuses = set()
         for _ in range(args.repeats):
             for guards_on in (False, True):
                 result = evaluate(Path(problem), Path(solution), replace(config, guards=guards_on))
                 walls[guards_on].append(result.wall_s)
+                phases[guards_on].append(_phases(result))
                 statuses.add(f"{result.status}{'+' + ','.join(result.flags) if result.flags else ''}")
         off, on = statistics.median(walls[False]), statistics.median(walls[True])
         rows.append({"solution": solution, "status": " ".join(sorted(statuses)), "guards_off_s": round(off, 2),
                      "guards_on_s": round(on, 2), "overhead_pct": round(100 * (on - off) / off, 1)})
         print(rows[-1], flush=True)
+        _print_phases(phases)
     print(f"\n{'solution':48} {'status':24} {'guards off s':>12} {'guards on s':>12} {'overhead':>9}")
     for row in rows:
         print(f"{row['solution']:48} {row['status']:24} {row['guards_off_s']:>12} {row['guards_on_s']:>12} "
@@ -58,6 +62,28 @@ def main() -> int:
             writer.writeheader()
             writer.writerows(rows)
     return 0
+
+
+def _phases(result) -> dict[str, float]:
+    """The worker's seconds per phase, plus the samples each side took."""
+    seconds = {}
+    for entry in filter(None, result.phase_s.split("; ")):
+        name, _, value = entry.rpartition(" ")
+        seconds[name] = float(value)
+    for side in ("reference", "candidate"):
+        timing = getattr(result, f"{side}_timing")
+        if timing is not None:
+            seconds[f"samples of the {side}"] = len(timing.samples_ms)
+    seconds["wall (parent)"] = result.wall_s or 0.0
+    return seconds
+
+
+def _print_phases(phases: dict[bool, list[dict[str, float]]]) -> None:
+    names = dict.fromkeys(name for runs in phases.values() for run in runs for name in run)
+    print(f"  {'phase (median)':40} {'guards off':>10} {'guards on':>10}")
+    for name in names:
+        medians = [statistics.median([run.get(name, 0.0) for run in phases[on]]) for on in (False, True)]
+        print(f"  {name:40} {medians[0]:>10.3g} {medians[1]:>10.3g}")
 
 
 if __name__ == "__main__":

@@ -59,19 +59,46 @@ def compare(candidate_output, reference_output,
 # Elements compared at a time: the float64 temporaries of one chunk take about 1 GB whatever the output's
 # size (a whole 8.6 GB float32 output compared at once would need ~85 GB of them).
 COMPARE_CHUNK_ELEMENTS = 1 << 24
-COMPARE_WORKSPACE_BYTES = 10 * 8 * COMPARE_CHUNK_ELEMENTS  # about ten float64 temporaries of a chunk
 
 
-@dataclass
 class _Tally:
-    """What the chunks of one output found so far."""
+    """What the chunks of one output found so far, kept on the output's device: the chunks queue without
+    waiting for each other, and the host reads the whole tally once (a read per chunk and statistic made a
+    2 GB output's comparison take a tenth of a second of synchronisations)."""
 
-    max_abs: float = 0.0
-    max_rel: float = 0.0
-    reference_square_sum: float = 0.0
-    difference_square_sum: float = 0.0
-    nonfinite: tuple[int, int] | None = None   # (count, first flat index) of non-finite mismatches
-    outside: tuple[int, int] | None = None     # (count, first flat index) of elements outside tolerance
+    def __init__(self, device):
+        zero = torch.zeros((), dtype=torch.float64, device=device)
+        self.max_abs = self.max_rel = self.reference_square_sum = self.difference_square_sum = zero
+        self.nonfinite = _Found(device)   # non-finite mismatches
+        self.outside = _Found(device)     # elements outside tolerance
+
+    def read(self) -> tuple[float, float, float, float, tuple[int, int] | None, tuple[int, int] | None]:
+        values = torch.stack([self.max_abs, self.max_rel, self.reference_square_sum, self.difference_square_sum,
+                              *self.nonfinite.values(), *self.outside.values()]).tolist()
+        return (*values[:4], _Found.of(values[4:6]), _Found.of(values[6:8]))
+
+
+class _Found:
+    """How many elements of a flat mask are set, and the flat index of the first, over chunks, on the device."""
+
+    def __init__(self, device):
+        self.count = torch.zeros((), dtype=torch.float64, device=device)
+        self.first = torch.zeros((), dtype=torch.float64, device=device)
+
+    def add(self, mask: torch.Tensor, offset: int) -> None:
+        count = mask.sum(dtype=torch.float64)
+        first = mask.view(torch.uint8).argmax().to(torch.float64) + offset  # the first set element, if any
+        self.first = torch.where(self.count > 0, self.first, first)
+        self.count = self.count + count
+
+    def values(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.count, self.first
+
+    @staticmethod
+    def of(values: list[float]) -> tuple[int, int] | None:
+        """(how many, first flat index), or None when there are none."""
+        count, first = values
+        return (int(count), int(first)) if count else None
 
 
 def _compare_tensor(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float,
@@ -79,20 +106,23 @@ def _compare_tensor(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol
     if expected.numel() == 0:
         return TrialOutcome(True, 0.0, 0.0, 0.0, None)
     if expected.is_complex() or not (expected.is_floating_point()):
-        mismatched = _found(got.detach().reshape(-1) != expected.detach().reshape(-1))
+        differs = _Found(expected.device)
+        differs.add(got.detach().reshape(-1) != expected.detach().reshape(-1), 0)
+        mismatched = _Found.of(torch.stack(differs.values()).tolist())
         if mismatched:
             return _failed(_where(mismatched, got, expected, label, "differs"))
         return TrialOutcome(True, 0.0, 0.0, 0.0, None)
-    tally = _Tally()
+    tally = _Tally(expected.device)
     for got_chunk, expected_chunk, start in chunks(got, expected):
         _compare_chunk(got_chunk, expected_chunk, atol, rtol, start, tally)
-    reference_norm, difference_norm = math.sqrt(tally.reference_square_sum), math.sqrt(tally.difference_square_sum)
+    max_abs, max_rel, reference_square_sum, difference_square_sum, nonfinite, outside = tally.read()
+    reference_norm, difference_norm = math.sqrt(reference_square_sum), math.sqrt(difference_square_sum)
     norm_err = difference_norm / reference_norm if reference_norm > 0 else difference_norm
-    errors = (tally.max_abs, tally.max_rel, norm_err)
-    if tally.nonfinite:
-        return TrialOutcome(False, *errors, _where(tally.nonfinite, got, expected, label, "non-finite mismatch"))
-    if tally.outside:
-        return TrialOutcome(False, *errors, _where(tally.outside, got, expected, label,
+    errors = (max_abs, max_rel, norm_err)
+    if nonfinite:
+        return TrialOutcome(False, *errors, _where(nonfinite, got, expected, label, "non-finite mismatch"))
+    if outside:
+        return TrialOutcome(False, *errors, _where(outside, got, expected, label,
                                                    f"outside atol={atol:g} rtol={rtol:g}"))
     return TrialOutcome(True, *errors, None)
 
@@ -116,26 +146,15 @@ def _compare_chunk(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol:
                                                                   & ~(got64.isnan() & expected64.isnan()))
     diff = torch.where(expected_finite, (got64 - expected64).abs(), 0.0)
     diff = torch.nan_to_num(diff, nan=float("inf"))
-    tally.max_abs = max(tally.max_abs, float(diff.max()))
+    tally.max_abs = torch.maximum(tally.max_abs, diff.max())
     significant = expected_finite & (expected64.abs() >= max(atol, 1e-30))
     relative = torch.where(significant, diff / expected64.abs().clamp_min(1e-30), 0.0)
-    tally.max_rel = max(tally.max_rel, float(relative.max()))
-    tally.reference_square_sum += float(torch.where(expected_finite, expected64, 0.0).square().sum())
-    tally.difference_square_sum += float(diff.square().sum())
-    tally.nonfinite = _merge(tally.nonfinite, _found(bad_nonfinite, offset))
-    tally.outside = _merge(tally.outside, _found(diff > atol + rtol * expected64.abs(), offset))
-
-
-def _found(mask: torch.Tensor, offset: int = 0) -> tuple[int, int] | None:
-    """(how many, first flat index + offset) of the True elements of a flat mask; None when there are none."""
-    count = int(mask.sum())
-    return (count, offset + int(mask.nonzero()[0, 0])) if count else None
-
-
-def _merge(earlier: tuple[int, int] | None, later: tuple[int, int] | None) -> tuple[int, int] | None:
-    if earlier is None or later is None:
-        return earlier or later
-    return earlier[0] + later[0], earlier[1]
+    tally.max_rel = torch.maximum(tally.max_rel, relative.max())
+    finite_reference = torch.where(expected_finite, expected64, 0.0)
+    tally.reference_square_sum = tally.reference_square_sum + finite_reference.square().sum()
+    tally.difference_square_sum = tally.difference_square_sum + diff.square().sum()
+    tally.nonfinite.add(bad_nonfinite, offset)
+    tally.outside.add(diff > atol + rtol * expected64.abs(), offset)
 
 
 def _where(found: tuple[int, int], got: torch.Tensor, expected: torch.Tensor, label: str, what: str) -> str:
@@ -177,12 +196,12 @@ def error_against(output, truth) -> float | None:
             return None
         if not got.is_floating_point():
             continue
-        difference_square_sum = scale_square_sum = 0.0
+        sums = torch.zeros(2, dtype=torch.float64, device=expected.device)  # read once, after every chunk
         for got_chunk, expected_chunk, _ in chunks(got, expected):
             expected64 = expected_chunk.to(torch.float64)
-            difference_square_sum += float((got_chunk.to(torch.float64) - expected64).square().sum())
-            scale_square_sum += float(expected64.square().sum())
-        difference, scale = math.sqrt(difference_square_sum), math.sqrt(scale_square_sum)
+            sums = sums + torch.stack([(got_chunk.to(torch.float64) - expected64).square().sum(),
+                                       expected64.square().sum()])
+        difference, scale = (math.sqrt(value) for value in sums.tolist())
         error = difference / scale if scale > 0 else difference
         worst = error if worst is None else max(worst, error)
     return worst

@@ -113,14 +113,19 @@ def _reference_first(problem_module, context: Context) -> _Reference:
     context.progress.enter("running the reference")
     model, init_inputs = build_reference(problem_module, config.seed, device)
     make_inputs = input_maker(problem_module, device)
-    guards.poison(call_reference(model, make_inputs(config.seed), device))
+
+    def first_call():  # a reference that fails here is the problem's fault
+        guards.poison(call_reference(model, make_inputs(config.seed), device))
+    if config.guards:  # what defines the reference, to tell whether the candidate changes it
+        with context.progress.spent("guard: reference snapshot"):
+            context.watch.reference = ReferenceSnapshot.take(problem_module, model, probe=first_call)
+    else:
+        first_call()
     # On a GPU only: a CPU's host clock, shared with whatever else the machine runs (torch's own threads
     # among them), moves the reference's time by far more than any threshold could tell from a cheat.
     timed_alone = config.time and config.guards and device.type == "cuda"
-    alone_ms = time_alone(model, make_inputs, context) if timed_alone else ()
-    if config.guards:  # what defines the reference, to tell whether the candidate changes it
-        context.watch.reference = ReferenceSnapshot.take(
-            problem_module, model, probe=lambda: guards.poison(call_reference(model, make_inputs(config.seed), device)))
+    with context.progress.spent("guard: reference alone"):
+        alone_ms = time_alone(model, make_inputs, context) if timed_alone else ()
     return _Reference(model, init_inputs, make_inputs, alone_ms)
 
 
@@ -149,14 +154,16 @@ def _official_verdict(solution_module, reference: _Reference, context: Context) 
     progress.enter("checking")
     trials = run_trials(reference.model, candidate_model, reference.make_inputs, context)
     if config.guards:
-        note_reference_ops(reference.model, candidate_model, reference.make_inputs(config.seed), context)
+        with progress.spent("guard: reference ops"):
+            note_reference_ops(reference.model, candidate_model, reference.make_inputs(config.seed), context)
     timed = measure(reference.model, candidate_model, reference.make_inputs, trials, context) \
         if config.time else None
     context.checkpoint("timing ModelNew")
     if timed and reference.alone_ms:
         _note_slowed_reference(reference.alone_ms, timed.reference_timing.samples_ms, context)
     if config.guards and device.type == "cuda":
-        note_library_only(candidate_model, reference.make_inputs(config.seed), context)
+        with progress.spent("guard: kernel attribution"):
+            note_library_only(candidate_model, reference.make_inputs(config.seed), context)
     return context.findings.outcome(Status.CORRECT, check=trials.check, message=context.findings.message,
                                     **(timed.fields() if timed else {}))
 

@@ -25,8 +25,12 @@ from kbench.trials import ask_truth, guard_output
 # Timed outputs up to this size are all checked; larger ones on a random share of calls.
 CHECK_EVERY_CALL_BYTES = 64 << 20
 CHECK_PROBABILITY = 0.25
-# Share of rounds before which the watched settings, harness functions and reference are compared.
-WATCH_PROBABILITY = 0.1
+# Between rounds, the watched settings, harness functions and reference are compared at random times, as
+# often as keeps these comparisons to about this share of the timing loop's time (a comparison reads every
+# parameter of the reference: on a large model it takes tens of milliseconds).
+WATCH_SHARE = 0.03
+# Mean seconds before the first comparison, before its cost is known.
+FIRST_WATCH_MEAN_S = 0.1
 
 
 class FreshRounds:
@@ -44,15 +48,14 @@ class FreshRounds:
         self.check_all = output_bytes <= CHECK_EVERY_CALL_BYTES
         self.calls = 0
         self.rounds = 0
+        self.next_watch = time.perf_counter() + self.random.expovariate(1 / FIRST_WATCH_MEAN_S)
         self.new_round()
 
     def new_round(self) -> None:
         if self.rounds and not self.fresh:
             return
-        if self.rounds and self.random.random() < WATCH_PROBABILITY:
-            # At random rounds too: a candidate that changes the reference and puts it back before the
-            # stages' own checkpoints is caught only here (or by the reference's time).
-            self.context.checkpoint("timing ModelNew")
+        if self.fresh and time.perf_counter() >= self.next_watch:
+            self._watch()
         started = time.perf_counter()
         self.inputs = self.make_inputs(self.random.getrandbits(63))
         synchronize(self.context.device)
@@ -60,6 +63,16 @@ class FreshRounds:
         self.rounds += 1
         self.reference_ran = False
         self.candidate_output = None  # a copy, kept until the reference runs on these contents
+
+    def _watch(self) -> None:
+        """A checkpoint between rounds, at random times: a candidate that changes the reference and puts it
+        back before the stages' own checkpoints is caught only here (or by the reference's time). The gaps
+        are exponential (memoryless: the time since the last one says nothing of the next) with a mean that
+        keeps the comparisons to WATCH_SHARE of the loop."""
+        started = time.perf_counter()
+        self.context.checkpoint("timing ModelNew")
+        now = time.perf_counter()
+        self.next_watch = now + self.random.expovariate(WATCH_SHARE / max(now - started, 1e-4))
 
     def reference_done(self, output) -> None:
         """After the reference's timed call on this round's contents."""
@@ -79,14 +92,17 @@ class FreshRounds:
         guard_output(self.context, output)
         self.context.findings.raise_if_rejected()
         if not self.reference_ran:
-            self.candidate_output = clone_output(output)
+            with self.context.progress.spent("guard: timed-output checks"):
+                self.candidate_output = clone_output(output)
             return
-        expected = call_reference(self.reference_model, self.inputs, self.context.device)
+        with self.context.progress.spent("guard: timed-output checks"):
+            expected = call_reference(self.reference_model, self.inputs, self.context.device)
         self._compare(output, expected)
         guards.poison(expected)
 
     def _compare(self, output, expected) -> None:
-        outcome = check.compare(output, expected, self.context.config.tolerance_for)
+        with self.context.progress.spent("guard: timed-output checks"):
+            outcome = check.compare(output, expected, self.context.config.tolerance_for)
         if outcome.passed:
             return
         verdict = ask_truth(self.reference_model, self.inputs, output, expected, self.context)

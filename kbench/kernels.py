@@ -125,8 +125,9 @@ def profile_kernels(call: Callable[[], object]) -> KernelReport | None:
         return None
     try:
         torch.cuda.synchronize()
-        # torch.autograd's profiler: torch.profiler's imports torch._dynamo first (seconds).
-        with torch.autograd.profiler.profile(use_device="cuda") as profiler:
+        # torch.autograd's profiler: torch.profiler's imports torch._dynamo first (seconds). Without
+        # use_kineto it times CUDA work with events (its "GPU fallback") and records no GPU kernel.
+        with torch.autograd.profiler.profile(use_device="cuda", use_kineto=True) as profiler:
             call()
             torch.cuda.synchronize()
         raw = profiler.kineto_results.events()

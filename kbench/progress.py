@@ -4,6 +4,7 @@ reads when the worker dies or hangs) and the guards' findings (flags and notes).
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -53,6 +54,15 @@ class Progress:
     def add_seconds(self, name: str, seconds: float) -> None:
         """Seconds of work within a phase worth its own entry in phase_s (making fresh inputs, say)."""
         self.phase_seconds[name] = self.phase_seconds.get(name, 0.0) + seconds
+
+    @contextmanager
+    def spent(self, name: str):
+        """Adds the seconds of the `with` block to `name` in phase_s (a guard's cost, say)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add_seconds(name, time.monotonic() - started)
 
     def seconds_in(self, phase: str, now: float) -> float:
         spent = self.phase_seconds.get(phase, 0.0)
@@ -124,5 +134,6 @@ class Context:
 
     def checkpoint(self, when: str) -> None:
         """Flag what the candidate changed so far (`when`: 'calling ModelNew', say); stop if that rejects it."""
-        self.findings.add(self.watch.findings(when))
+        with self.progress.spent("guard: checkpoints"):
+            self.findings.add(self.watch.findings(when))
         self.findings.raise_if_rejected()

@@ -67,15 +67,14 @@ class ReferenceSnapshot:
 
     @classmethod
     def take(cls, problem_module, reference_model, probe: Callable[[], object] | None = None) -> "ReferenceSnapshot":
-        """Snapshot the reference. `probe`, when given, runs the reference once on real inputs; it is
-        called twice (once while recording the aten ops it runs, once plainly), and whatever its plain
-        call changes is the reference's own state, not compared later."""
+        """Snapshot the reference. `probe`, when given, runs the reference once on real inputs, while the
+        aten ops it runs are recorded (it can be the reference's first call: whatever that call changes, lazy
+        initialisation included, is the reference's own state, not compared later)."""
         snapshot = cls(problem_module, reference_model)
-        if probe is not None:
-            snapshot.ops = _aten_ops(probe)
         first = snapshot.capture()
         if probe is not None:
-            probe()
+            snapshot.ops = _aten_ops(probe)
+            first.update(_dispatcher_state(snapshot.ops))  # known only now; the reference's call does not change it
             second = snapshot.capture()
             snapshot.volatile = {key for key in first.keys() | second.keys()
                                  if first.get(key, reach.MISSING) != second.get(key, reach.MISSING)}
@@ -132,8 +131,7 @@ class ReferenceSnapshot:
         for key, (owner, name) in self.reached.items():
             state[key] = reach.token(reach.lookup(owner, name))
         state.update(_process_settings())
-        for op in self.ops:
-            state[f"dispatcher kernels of {op}"] = _dispatch_entries(op)
+        state.update(_dispatcher_state(self.ops))
         for (key, tensor), contents in zip(tensors, self._contents([tensor for _, tensor in tensors])):
             state[key] = _tensor_token(tensor)
             state[f"{key} contents"] = contents
@@ -240,6 +238,10 @@ def _aten_ops(call: Callable[[], object]) -> list[str]:
     with torch.autograd.profiler.profile(use_cpu=True) as profiler:
         call()
     return sorted({event.name for event in profiler.function_events if event.name.startswith("aten::")})
+
+
+def _dispatcher_state(ops: list[str]) -> dict:
+    return {f"dispatcher kernels of {op}": _dispatch_entries(op) for op in ops}
 
 
 def _dispatch_entries(op: str) -> tuple:

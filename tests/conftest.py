@@ -61,6 +61,35 @@ def cpu_config(cache_dir) -> RunConfig:
     return config
 
 
+def cuda_fixtures() -> list[Path]:
+    """Every test fixture that builds a CUDA extension."""
+    from kbench.solution import Solution
+
+    solutions = (Solution.read(path) for path in sorted(FIXTURES.rglob("*.py")))
+    return [solution.path for solution in solutions
+            if solution.builds_extension and solution.needs_cuda and "class ModelNew" in solution.source]
+
+
+@pytest.fixture(scope="session")
+def gpu_cache_dir(tmp_path_factory) -> Path:
+    """The GPU tests' build cache, with every CUDA fixture built first, all cores at once (a CUDA build
+    takes about a minute: one after another, inside the tests, they would take most of the suite's time).
+    KBENCH_CACHE_DIR, when set, is used instead, so a later `kbench eval` reuses the builds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kbench.scheduler import CUDA_BUILD_THREADS, LocalExecutor
+
+    cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-cache"))
+    config = RunConfig(device="cuda", cache_dir=cache_dir, timeout_s=900)
+    executor = LocalExecutor()
+    workers = max(1, (os.cpu_count() or 1) // CUDA_BUILD_THREADS)
+    # Building imports the solution only: any problem will do.
+    pairs = [(PROBLEMS / "axpy.py", solution) for solution in cuda_fixtures()]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda pair: executor.build(pair, config, "cuda:0", "", CUDA_BUILD_THREADS), pairs))
+    return cache_dir
+
+
 _judged: dict = {}
 
 

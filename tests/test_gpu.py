@@ -5,7 +5,6 @@ Run on the GPU machine: python3 -m pytest -m gpu
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -35,10 +34,8 @@ H200_STRICT_REFERENCE_MS = {"convt1d": 17.9, "convt1d_dilated": 4.26}
 
 
 @pytest.fixture(scope="module")
-def seed_results(tmp_path_factory):
-    # KBENCH_CACHE_DIR, when set, lets a later `kbench eval` on the same machine reuse these builds.
-    cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-cache"))
-    config = RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=5.0)
+def seed_results(gpu_cache_dir):
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=5.0)
     pairs = [(PROBLEMS / f"{problem}.py", SOLUTIONS / solution) for solution, problem, _, _ in EXPECTED]
     results = run_pairs(pairs, config, devices=["cuda:0"])
     return {solution: result for (solution, *_), result in zip(EXPECTED, results)}
@@ -72,11 +69,11 @@ def test_reference_under_pytorch_defaults_is_timed_too(seed_results):
     assert result.clocks is not None and result.clocks.sm_mhz_start, "SM clock not recorded"
 
 
-def test_pytorch_policy_checks_and_times_against_the_tf32_reference(seed_results, tmp_path):
+def test_pytorch_policy_checks_and_times_against_the_tf32_reference(seed_results, gpu_cache_dir):
     from kbench.config import PYTORCH_DEFAULT
 
     strict = seed_results["convt1d.py"]
-    config = RunConfig(device="cuda", cache_dir=Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path),
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir,
                        time_budget_s=3.0, sweep=0, policy=PYTORCH_DEFAULT)
     [result] = run_pairs([(PROBLEMS / "convt1d.py", SOLUTIONS / "convt1d.py")], config, devices=["cuda:0"])
     assert result.status == Status.CORRECT, result.message
@@ -109,9 +106,8 @@ GPU_CHEATS = [
 
 
 @pytest.fixture(scope="module")
-def cheat_results(tmp_path_factory):
-    cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-cheats"))
-    config = RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=2.0)
+def cheat_results(gpu_cache_dir):
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0)
     results = run_pairs([(problem, CHEATS / name) for name, problem, _, _ in GPU_CHEATS], config, devices=["cuda:0"])
     return {name: result for (name, *_), result in zip(GPU_CHEATS, results)}
 
@@ -142,9 +138,8 @@ GRAPH_CASES = [
 
 
 @pytest.fixture(scope="module")
-def graph_results(tmp_path_factory):
-    cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-graphs"))
-    config = RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=2.0, sweep=0, cuda_graph=True)
+def graph_results(gpu_cache_dir):
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0, cuda_graph=True)
     pairs = [(problem, solution) for solution, problem, _, _ in GRAPH_CASES]
     pairs.append((PROBLEMS / "convt1d_dilated.py", SOLUTIONS / "convt1d_dilated/seed003_convt1d_dilated.py"))
     results = run_pairs(pairs, config, devices=["cuda:0"])

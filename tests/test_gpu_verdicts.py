@@ -6,7 +6,6 @@ Run on the GPU machine: python3 -m pytest -m gpu
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -29,9 +28,8 @@ PAIRS = {
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-verdicts"))
-    config = RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=1.0, sweep=8)
+def results(gpu_cache_dir):
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=1.0, sweep=8)
     pairs = [(problem, GPU / solution) for solution, problem in PAIRS.items()]
     return {Path(result.solution).name: result for result in run_pairs(pairs, config, devices=["cuda:0"])}
 

@@ -76,6 +76,32 @@ CHEATS = FIXTURES / "cheats"
 CONVT = CHEATS / "problems" / "convt1d_small.py"
 
 
+@pytest.fixture(scope="module")
+def prebuilt(gpu_cache_dir):
+    """load_inline in this process builds into the GPU tests' cache (where conftest built the fixtures),
+    through the workers' compiler wrappers (other compiler commands would make ninja build again)."""
+    import os
+
+    import torch.utils.cpp_extension as cpp_extension
+
+    from kbench import slots
+    from kbench.build import BuildRecord, install_build_hooks, versions_tag
+
+    real = {name: getattr(cpp_extension, name) for name in ("load_inline", "load")}
+    environment = {name: os.environ.get(name) for name in ("CXX", "PYTORCH_NVCC")}
+    root = gpu_cache_dir / "extensions" / versions_tag()
+    install_build_hooks(root, BuildRecord())
+    slots.install_compiler_wrappers(root)
+    yield
+    for name, function in real.items():
+        setattr(cpp_extension, name, function)
+    for name, value in environment.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def _forward_of(solution, problem, device="cuda"):
     from kbench.problem import load_module
 
@@ -100,7 +126,7 @@ def _forward_of(solution, problem, device="cuda"):
     ("honest_two_streams.py", PROBLEMS / "axpy.py", None),
     ("honest_fast_cuda.py", CHEATS / "problems" / "elementwise_chain.py", None),
 ])
-def test_gpu_kernels_are_attributed(solution, problem, expected):
+def test_gpu_kernels_are_attributed(prebuilt, solution, problem, expected):
     call = _forward_of(CHEATS / solution, problem)
     with torch.no_grad():
         report = kernels.profile_kernels(call)

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import pytest
 
@@ -88,9 +86,8 @@ def test_reference_outputs_out_of_reach_leave_the_gc_cheat_no_gain(config):
 
 
 @pytest.fixture(scope="module")
-def gpu_config(tmp_path_factory) -> RunConfig:
-    cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-reference-cheats"))
-    return RunConfig(device="cuda", cache_dir=cache_dir, time_budget_s=2.0, sweep=0)
+def gpu_config(gpu_cache_dir) -> RunConfig:
+    return RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0)
 
 
 @pytest.mark.gpu
