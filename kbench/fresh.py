@@ -101,8 +101,11 @@ class FreshRounds:
         guards.poison(expected)
 
     def _compare(self, output, expected) -> None:
+        tolerance_for = self.context.config.tolerance_for
         with self.context.progress.spent("guard: timed-output checks"):
-            outcome = check.compare(output, expected, self.context.config.tolerance_for)
+            if check.within_tolerance(output, expected, tolerance_for):
+                return
+            outcome = check.compare(output, expected, tolerance_for)
         if outcome.passed:
             return
         verdict = ask_truth(self.reference_model, self.inputs, output, expected, self.context)

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from kbench.check import compare, summarise
+from kbench import check
+from kbench.check import compare, summarise, within_tolerance
 from kbench.config import RunConfig
 
 TOLERANCE = RunConfig().tolerance_for
@@ -105,3 +106,56 @@ def test_outputs_compared_in_chunks_give_the_same_outcome_as_at_once(monkeypatch
         assert (whole.passed, whole.mismatch, whole.max_abs_err) == (parts.passed, parts.mismatch, parts.max_abs_err)
         assert (whole.max_rel_err, whole.norm_err) == pytest.approx((parts.max_rel_err, parts.norm_err), rel=1e-12)
     assert at_once[3] == pytest.approx(chunked[3], rel=1e-12)
+
+
+def _near_the_edge(reference: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A candidate whose errors sit around the tolerance: some inside, some just outside, some at it."""
+    atol, rtol = TOLERANCE(str(reference.dtype).removeprefix("torch."))
+    bound = atol + rtol * reference.double().abs()
+    scale = torch.rand(reference.shape, generator=generator, dtype=torch.float64) * 2.2 - 1.1
+    return (reference.double() + scale * bound).to(reference.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_the_fast_pass_never_passes_what_compare_fails(dtype, monkeypatch):
+    """within_tolerance (the timing loop's check) is conservative: whatever it passes, compare passes."""
+    monkeypatch.setattr(check, "COMPARE_CHUNK_ELEMENTS", 64)  # several chunks per output
+    generator = torch.Generator().manual_seed(0)
+    passed = failed = 0
+    for trial in range(300):
+        reference = (torch.randn(200, generator=generator) * 10 ** (trial % 5 - 2)).to(dtype)
+        candidate = _near_the_edge(reference, generator)
+        if trial % 7 == 0:
+            candidate[trial % 200] = float("nan")
+        if trial % 11 == 0:
+            reference[3], candidate[3] = float("inf"), float("inf")
+        fast = within_tolerance(candidate, reference, TOLERANCE)
+        exact = compare(candidate, reference, TOLERANCE).passed
+        assert not fast or exact, (trial, dtype)
+        passed += fast
+        failed += not exact
+    close = (torch.randn(1000, generator=generator)).to(dtype)
+    assert within_tolerance(close.clone(), close, TOLERANCE)  # an exact match passes fast
+    assert failed > 50  # the draws did reach outside the tolerance
+
+
+def test_the_fast_pass_asks_compare_about_structure():
+    reference = torch.rand(4, 5)
+    assert not within_tolerance(reference.clone().double(), reference, TOLERANCE)
+    assert not within_tolerance(reference.clone().reshape(5, 4), reference, TOLERANCE)
+    assert not within_tolerance((reference, reference), reference, TOLERANCE)
+    assert not within_tolerance(torch.nn.Parameter(reference.clone()), reference, TOLERANCE)
+    assert within_tolerance((reference.clone(), torch.arange(3)), (reference, torch.arange(3)), TOLERANCE)
+    assert not within_tolerance((reference.clone(), torch.arange(3)), (reference, torch.arange(3) + 1), TOLERANCE)
+
+
+def test_a_mismatch_in_a_later_chunk_is_found_and_placed(monkeypatch):
+    """The tally stays on the device across chunks: the first mismatch of the whole output is reported."""
+    monkeypatch.setattr(check, "COMPARE_CHUNK_ELEMENTS", 100)
+    reference = torch.rand(1000)
+    candidate = reference.clone()
+    candidate[950] += 1
+    candidate[420] += 1
+    outcome = compare(candidate, reference, TOLERANCE)
+    assert not outcome.passed and "output[420]" in outcome.mismatch and "2 of 1000" in outcome.mismatch
+    assert abs(outcome.max_abs_err - 1) < 1e-6

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+import torch
 
 from kbench import flags, guards
 from kbench.results import Status
@@ -100,3 +101,28 @@ def test_tampering_at_import_is_caught_after_a_sweeps_build_phase(cpu_config, tm
                         on_built=built.append)
     assert [result.status for result in built if result.solution == str(tampering)] == [Status.BUILT]
     assert results[0].status == Status.REJECTED and flags.HARNESS_TAMPERING in results[0].flags, results[0].message
+
+
+def test_the_float64_truth_is_skipped_only_where_the_low_precision_flag_cannot_fire():
+    """guards.low_precision_possible(n) must be True whenever a candidate n away from the float32 reference
+    (relative norm) could be flagged: errors drawn at random and aligned (the worst case: the candidate's
+    difference from the reference points the same way as the reference's from the truth)."""
+    from kbench.check import error_against
+
+    generator = torch.Generator().manual_seed(0)
+    skipped = 0
+    for trial in range(400):
+        truth = torch.randn(256, generator=generator, dtype=torch.float64)
+        direction = torch.randn(256, generator=generator, dtype=torch.float64)
+        reference_error = 10 ** (-8 + 3 * torch.rand(1, generator=generator).item())
+        candidate_error = 10 ** (-8 + 3 * torch.rand(1, generator=generator).item())
+        own = direction if trial % 2 else torch.randn(256, generator=generator, dtype=torch.float64)
+        reference = truth + reference_error * truth.norm() * direction / direction.norm()
+        candidate = reference + candidate_error * reference.norm() * own / own.norm()
+        norm_err = ((candidate - reference).norm() / reference.norm()).item()
+        against_truth, reference_against_truth = error_against(candidate, truth), error_against(reference, truth)
+        flagged = against_truth >= guards.LOW_PRECISION_MIN_ERROR and \
+            against_truth >= guards.LOW_PRECISION_RATIO * reference_against_truth
+        assert guards.low_precision_possible(norm_err) or not flagged, (norm_err, against_truth)
+        skipped += not guards.low_precision_possible(norm_err)
+    assert skipped > 100  # the shortcut does skip the truth for accurate candidates

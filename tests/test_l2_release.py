@@ -106,7 +106,9 @@ def test_release_on_the_device_and_what_it_costs():
     torch.zeros(1, device="cuda")
     persisting = timing.PersistingL2()
     assert persisting.note is None, persisting.note
-    carve_out = torch.cuda.get_device_properties(0).persistingL2CacheMaxSize
+    properties = torch.cuda.get_device_properties(0)
+    # Not every torch exposes the largest carve-out; half the L2 is within it on every GPU that has one.
+    carve_out = getattr(properties, "persistingL2CacheMaxSize", properties.L2_cache_size // 2)
     costs = {}
     for label, limit in (("limit already 0", 0), ("limit set", carve_out)):
         samples = []

@@ -1,0 +1,61 @@
+"""The timing loop's rounds (kbench.fresh): fresh contents every round, and comparisons of the watched
+state at random times that keep to their share of the loop."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from kbench import fresh
+from kbench.build import BuildRecord
+from kbench.config import RunConfig
+from kbench.progress import Context, Findings, Progress
+
+
+class CountingWatch:
+    """A watch whose comparison takes `cost_s`, as a large reference's parameter checksums would."""
+
+    def __init__(self, cost_s: float):
+        self.cost_s = cost_s
+        self.times: list[float] = []
+
+    def findings(self, when: str) -> list:
+        self.times.append(time.perf_counter())
+        time.sleep(self.cost_s)
+        return []
+
+
+def _rounds(tmp_path, watch) -> fresh.FreshRounds:
+    progress = Progress(tmp_path / "progress.json", BuildRecord())
+    context = Context(RunConfig(device="cpu"), torch.device("cpu"), progress, Findings(progress), watch=watch)
+    return fresh.FreshRounds(lambda seed: [torch.randn(8, generator=torch.Generator().manual_seed(seed))],
+                             reference_model=None, output_bytes=32, context=context)
+
+
+def test_watch_rounds_happen_at_random_and_keep_to_their_share(tmp_path):
+    watch = CountingWatch(cost_s=0.004)
+    rounds = _rounds(tmp_path, watch)
+    started = time.perf_counter()
+    contents = {tuple(rounds.inputs[0].tolist())}  # the first round's, made on construction
+    while time.perf_counter() - started < 1.5:
+        rounds.new_round()
+        contents.add(tuple(rounds.inputs[0].tolist()))
+        time.sleep(0.001)  # the round's timed calls
+    elapsed = time.perf_counter() - started
+    share = len(watch.times) * watch.cost_s / elapsed
+    # Expected about 1.5 * 0.03 / 0.004 = 11 comparisons; a share per round (10% of rounds) would be ~25%.
+    assert 2 <= len(watch.times) and share < 2.5 * fresh.WATCH_SHARE, (len(watch.times), share)
+    gaps = [later - earlier for earlier, later in zip(watch.times, watch.times[1:])]
+    assert len(set(round(gap, 3) for gap in gaps)) > 1  # not a fixed period a candidate could learn
+    assert len(contents) == rounds.rounds  # every round's contents are new
+
+
+def test_without_guards_one_set_of_contents_and_no_watch(tmp_path):
+    watch = CountingWatch(cost_s=0.0)
+    rounds = _rounds(tmp_path, watch)
+    rounds.fresh = False
+    first = rounds.inputs
+    for _ in range(50):
+        rounds.new_round()
+    assert rounds.inputs is first and watch.times == []
