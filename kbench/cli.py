@@ -61,7 +61,7 @@ def run_options(command):
         click.option("--time-budget", "time_budget_s", default=10.0, show_default=True,
                      type=click.FloatRange(0), help="Seconds of sampling per evaluation at most."),
         click.option("--target-rse", default=0.01, show_default=True, type=click.FloatRange(0),
-                     help="Stop sampling once both relative standard errors are below this."),
+                     help="Stop sampling once every side's median is known to this relative standard error."),
         click.option("--sweep", "sweep", default=8, show_default=True, type=click.IntRange(0),
                      help="Random parameter configurations checked after the official one (0: off)."),
         click.option("--strict", is_flag=True,

@@ -41,7 +41,7 @@ class RunConfig:
     warmup: int = 3                 # untimed calls of each model before sampling
     min_samples: int = 10           # samples of each model before the stop rule may end timing
     max_samples: int = 500          # hard cap on samples of each model
-    target_rse: float = 0.01        # stop when both relative standard errors are below this
+    target_rse: float = 0.01        # stop when every side's median has this relative standard error
     time_budget_s: float = 10.0     # stop sampling after this many seconds regardless
     policy: str = STRICT_FP32       # precision policy of the check and the timed reference
     sweep: int = 8                  # random parameter configurations checked after the official one

@@ -36,13 +36,14 @@ def default_is_reference(context: Context) -> bool:
 
 
 def build_sides(reference_model, candidate_model, rounds, context: Context) -> dict[str, TimedSide]:
-    """'reference', 'candidate' and the baselines asked for, each loading the round's contents
-    (fresh.FreshRounds) into buffers of its own before its call."""
+    """'candidate', 'reference' and the baselines asked for, in the order the timing loop runs them (the
+    candidate first: fresh.py), each loading the round's contents (fresh.FreshRounds) into buffers of its own
+    before its call."""
     config = context.config
     reference_inspect = guards.poison if config.guards else timing.do_nothing
-    sides = {"reference": _side(reference_model, rounds, context,
-                                inspect=rounds.reference_done if config.guards else timing.do_nothing),
-             "candidate": _side(candidate_model, rounds, context, inspect=rounds.candidate_done)}
+    sides = {"candidate": _side(candidate_model, rounds, context, inspect=rounds.candidate_done),
+             "reference": _side(reference_model, rounds, context,
+                                inspect=rounds.reference_done if config.guards else timing.do_nothing)}
     if "default" in config.baselines and not default_is_reference(context):
         sides["default"] = _side(reference_model, rounds, context, inspect=reference_inspect,
                                  settings=policy.set_pytorch_default_precision)

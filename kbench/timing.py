@@ -169,7 +169,7 @@ class StopRule:
     warmup: int               # untimed calls of each side first
     min_samples: int          # samples before the precision target may stop sampling
     max_samples: int          # hard cap
-    target_rse: float         # stop once every side's relative standard error is below this
+    target_rse: float         # stop once every side's median is known this precisely (stats.median_relative_error)
     budget_s: float           # stop once this much wall time has gone into sampling
 
     def done(self, samples_ms: list[list[float]], elapsed_s: float) -> bool:
@@ -178,7 +178,7 @@ class StopRule:
             return False
         if count >= self.max_samples or elapsed_s >= self.budget_s:
             return True
-        precise = all(stats.relative_standard_error(ms) < self.target_rse for ms in samples_ms)
+        precise = all(stats.median_relative_error(ms) < self.target_rse for ms in samples_ms)
         return count >= self.min_samples and precise
 
 
@@ -296,10 +296,12 @@ def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
                        clock: Callable[[], float] = time.monotonic,
                        clock_log: ClockLog | None = None,
                        before_round: Callable[[], None] = do_nothing) -> list[Samples]:
-    """Time the sides in turn, round after round (reference, candidate, baselines; each round starting
-    one side later), so drift in clocks or load cancels in their ratios. Stops when every side is
-    precise enough or the budget is spent. `clock_log`, when given, reads the GPU clock after the
-    warm-up, between rounds and at the end; `before_round` runs before every round, warm-up included
+    """Time the sides in turn, round after round, always in the order given (kbench puts the candidate
+    first: no reference output for a round's contents exists while it runs), so drift in clocks or load
+    cancels in their ratios. Every timed call starts the same way whatever ran before it: the timer
+    flushes L2 and the device was idle (each call ends with a synchronisation). Stops when every side's
+    median is precise enough or the budget is spent. `clock_log`, when given, reads the GPU clock after
+    the warm-up, between rounds and at the end; `before_round` runs before every round, warm-up included
     (it makes the round's input contents)."""
     for _ in range(rule.warmup):
         before_round()
@@ -309,16 +311,12 @@ def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
     if clock_log:
         clock_log.record(force=True)
     started = clock()
-    rounds = 0
     while not rule.done([side_samples.ms for side_samples in samples], clock() - started):
-        # Each round starts with the next side, so no side always follows the loop's own work.
-        first = rounds % len(sides)
         before_round()
-        for index in list(range(first, len(sides))) + list(range(first)):
-            timed_ms, wall_ms = _measure(sides[index], timer)
-            samples[index].ms.append(timed_ms)
-            samples[index].wall_ms.append(wall_ms)
-        rounds += 1
+        for side, side_samples in zip(sides, samples):
+            timed_ms, wall_ms = _measure(side, timer)
+            side_samples.ms.append(timed_ms)
+            side_samples.wall_ms.append(wall_ms)
         if clock_log:
             clock_log.record()
     if clock_log:
