@@ -47,6 +47,8 @@ def main() -> int:
                 walls[guards_on].append(result.wall_s)
                 phases[guards_on].append(_phases(result))
                 statuses.add(f"{result.status}{'+' + ','.join(result.flags) if result.flags else ''}")
+                if result.status != "correct" or result.flags:
+                    print(f"  {result.status}: {result.message}", flush=True)
         off, on = statistics.median(walls[False]), statistics.median(walls[True])
         rows.append({"solution": solution, "status": " ".join(sorted(statuses)), "guards_off_s": round(off, 2),
                      "guards_on_s": round(on, 2), "overhead_pct": round(100 * (on - off) / off, 1)})
@@ -74,6 +76,9 @@ def _phases(result) -> dict[str, float]:
         timing = getattr(result, f"{side}_timing")
         if timing is not None:
             seconds[f"samples of the {side}"] = len(timing.samples_ms)
+            seconds[f"{side} median ms"] = timing.median_ms
+    if result.reference_alone is not None:
+        seconds["reference alone median ms"] = result.reference_alone.median_ms
     seconds["wall (parent)"] = result.wall_s or 0.0
     return seconds
 

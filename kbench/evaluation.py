@@ -17,7 +17,7 @@ from kbench.measure import measure, time_alone
 from kbench.param_sweep import run_sweep
 from kbench.problem import describe_overrides, overridden
 from kbench.progress import Context, Findings, Progress, Stop
-from kbench.results import Outcome, Status, SweepResult
+from kbench.results import Outcome, Status, SweepResult, Timing
 from kbench.reference_guard import ReferenceSnapshot, slowed_reference_message
 from kbench.trials import note_library_only, note_reference_ops, run_trials
 
@@ -164,8 +164,9 @@ def _official_verdict(solution_module, reference: _Reference, context: Context) 
     if config.guards and device.type == "cuda":
         with progress.spent("guard: kernel attribution"):
             note_library_only(candidate_model, reference.make_inputs(config.seed), context)
+    alone = Timing(reference.alone_ms, "cuda-events") if reference.alone_ms else None
     return context.findings.outcome(Status.CORRECT, check=trials.check, message=context.findings.message,
-                                    **(timed.fields() if timed else {}))
+                                    reference_alone=alone, **(timed.fields() if timed else {}))
 
 
 def _needs_cuda(stop: Stop, device) -> tuple[str, str]:

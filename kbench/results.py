@@ -126,6 +126,7 @@ class Outcome:
     reference_timing: Timing | None = None
     candidate_timing: Timing | None = None
     baselines: tuple[tuple[str, Timing], ...] = ()  # other reference timings: ("default", ...), ("compile", ...)
+    reference_alone: Timing | None = None  # the reference timed before the candidate was imported (GPU, guards)
     sweep: SweepResult | None = None       # random parameter sweep (None: not run)
     clocks: ClockRecord | None = None      # GPU clock and temperature while timing (None: not timed on a GPU)
     flags: tuple[str, ...] = ()            # guards that fired (see flags.py)
@@ -162,6 +163,7 @@ class Result:
     reference_timing: Timing | None = None
     candidate_timing: Timing | None = None
     baselines: tuple[tuple[str, Timing], ...] = ()
+    reference_alone: Timing | None = None
     sweep: SweepResult | None = None
     clocks: ClockRecord | None = None
     flags: tuple[str, ...] = ()
@@ -242,6 +244,7 @@ class Result:
                             f"{prefix}_iqr_ms": timing.iqr_ms if timing else None,
                             f"{prefix}_samples": timing.count if timing else None})
         columns["speedup"] = self.speedup
+        columns["ref_alone_median_ms"] = self.reference_alone.median_ms if self.reference_alone else None
         for name in ("default", "compile"):
             columns.update({f"{name}_median_ms": self.baseline_median_ms(name),
                             f"speedup_{name}": self.baseline_speedup(name)})
@@ -270,7 +273,7 @@ def _decoded(cls, data: dict) -> dict:
     for key, record in (("check", CheckResult), ("sweep", SweepResult), ("clocks", ClockRecord)):
         if data.get(key) is not None:
             data[key] = record(**data[key])
-    for key in ("reference_timing", "candidate_timing"):
+    for key in ("reference_timing", "candidate_timing", "reference_alone"):
         if data.get(key) is not None:
             data[key] = _timing(data[key])
     data["baselines"] = tuple((name, _timing(timing)) for name, timing in data.get("baselines") or ())

@@ -72,8 +72,10 @@ def geometric_mean(values: Sequence[float]) -> float | None:
 MIN_SLOWDOWN_SAMPLES = 3
 # The reference counts as slowed once its median time grew by this factor or more...
 SLOWDOWN_MIN_RATIO = 1.3
-# ...and the medians moved apart by this many times the two samples' interquartile ranges together.
+# ...and the medians moved apart by this many times the two samples' interquartile ranges together...
 SLOWDOWN_SEPARATION = 2.0
+# ...and by this many milliseconds at least: twice what CUDA events read beyond a short call's own time.
+SLOWDOWN_MIN_MS = 0.005
 
 
 def slowdown(before: Sequence[float], during: Sequence[float], min_ratio: float = SLOWDOWN_MIN_RATIO,
@@ -81,16 +83,17 @@ def slowdown(before: Sequence[float], during: Sequence[float], min_ratio: float 
     """median(during) / median(before) when `during` is slower than `before` beyond noise, else None.
 
     All of these must hold: at least MIN_SLOWDOWN_SAMPLES samples on each side; the median grew by
-    `min_ratio` or more (a real but small shift, from load or clocks, is not enough); and the medians
+    `min_ratio` or more (a real but small shift, from load or clocks, is not enough); the medians
     moved apart by at least `separation` times the sum of the two interquartile ranges, so a wide,
-    noisy sample needs a proportionally larger shift (and the two middle halves cannot overlap).
+    noisy sample needs a proportionally larger shift (and the two middle halves cannot overlap); and
+    by SLOWDOWN_MIN_MS at least (a few microseconds is the timer, not the reference).
     """
     if min(len(before), len(during)) < MIN_SLOWDOWN_SAMPLES:
         return None
     before_median, during_median = median(before), median(during)
     if before_median <= 0 or during_median < min_ratio * before_median:
         return None
-    if during_median - before_median < separation * (iqr(before) + iqr(during)):
+    if during_median - before_median < max(separation * (iqr(before) + iqr(during)), SLOWDOWN_MIN_MS):
         return None
     return during_median / before_median
 

@@ -57,15 +57,18 @@ def sample_result(**changes) -> Result:
 def test_result_round_trips_and_derives_speedup():
     result = sample_result(sweep=SweepResult(passed=7, run=8, skipped=1, first_failure="n=3: values differ"),
                            baselines=(("default", Timing((3.0, 3.0), "host-clock")),),
+                           reference_alone=Timing((1.5, 1.5, 1.7), "cuda-events"),
                            clocks=ClockRecord(sm_mhz_start=1980.0, sm_mhz_end=1900.0), flags=("sweep_failed",))
     assert result.speedup == 2.0
     assert Result.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+    assert result.to_row()["ref_alone_median_ms"] == 1.5
 
 
 def test_outcome_round_trips_and_joins_its_identity_in_a_result():
     outcome = Outcome(status="correct", check=CheckResult(5, 5, 0.0, 0.0, 0.0, None),
                       sweep=SweepResult(passed=8, run=8, skipped=0),
-                      candidate_timing=Timing((1.0,), "host-clock"), flags=("weak_check",), cpu_s=1.5)
+                      candidate_timing=Timing((1.0,), "host-clock"), reference_alone=Timing((0.5,), "cuda-events"),
+                      flags=("weak_check",), cpu_s=1.5)
     assert Outcome.from_dict(json.loads(json.dumps(outcome.to_dict()))) == outcome
     identity = Identity(problem="axpy", solution="s.py", solution_hash="ab", device="cpu", run_id="r")
     result = Result.of(identity, outcome, time="t", wall_s=2.0)

@@ -12,7 +12,7 @@ from kbench.flags import LIBRARY_ONLY, REFERENCE_TAMPERING, REJECTING, SLOWED_RE
 from kbench.results import Status
 from kbench.runner import evaluate
 
-from conftest import FIXTURES, PROBLEMS
+from conftest import FIXTURES, PROBLEMS, judged
 
 CHEATS = FIXTURES / "cheats"
 CONVT = CHEATS / "problems" / "convt1d_small.py"
@@ -98,7 +98,7 @@ def gpu_config(gpu_cache_dir) -> RunConfig:
 def test_gpu_solutions_that_are_correct_today(gpu_config, solution, problem):
     """l2_persist_cuda is a cheat, but on speed only: timing.PersistingL2 takes its advantage away
     (test_l2_release.py measures that); its outputs are right."""
-    result = evaluate(problem, CHEATS / solution, gpu_config)
+    result = judged(gpu_config, CHEATS / solution, problem)
     assert result.status == Status.CORRECT, result.message
     assert not rejecting(result.flags), result.message
     if solution == "honest_fast_cuda.py":
@@ -110,21 +110,21 @@ def test_gpu_solutions_that_are_correct_today(gpu_config, solution, problem):
     ("honest_fast_cuda.py", CHAIN), ("honest_cuda_kernel.py", CONVT), ("honest_two_streams.py", AXPY),
 ])
 def test_gpu_solutions_with_kernels_of_their_own_are_not_library_only(gpu_config, solution, problem):
-    result = evaluate(problem, CHEATS / solution, gpu_config)
+    result = judged(gpu_config, CHEATS / solution, problem)
     assert result.status == Status.CORRECT and LIBRARY_ONLY not in result.flags, result.message
 
 
 @pytest.mark.gpu
 def test_a_decoy_kernel_is_library_only(gpu_config):
-    result = evaluate(CONVT, CHEATS / "decoy_cuda.py", gpu_config)
+    result = judged(gpu_config, CHEATS / "decoy_cuda.py", CONVT)
     assert result.status == Status.CORRECT and LIBRARY_ONLY in result.flags, result.message
     assert "no GPU kernel of its own" in result.message
 
 
 @pytest.mark.gpu
 def test_a_memo_keyed_by_sampled_contents_gains_nothing_on_a_gpu(gpu_config):
-    memo = evaluate(CONVT, CHEATS / "memo_contents_cuda.py", gpu_config)
-    honest = evaluate(CONVT, CHEATS / "honest_cuda_kernel.py", gpu_config)
+    memo = judged(gpu_config, CHEATS / "memo_contents_cuda.py", CONVT)
+    honest = judged(gpu_config, CHEATS / "honest_cuda_kernel.py", CONVT)
     assert memo.status == honest.status == Status.CORRECT, (memo.message, honest.message)
     assert memo.candidate_timing.median_ms > 0.5 * honest.candidate_timing.median_ms, \
         (memo.candidate_timing.median_ms, honest.candidate_timing.median_ms)
@@ -137,5 +137,5 @@ def test_a_memo_keyed_by_sampled_contents_gains_nothing_on_a_gpu(gpu_config):
     ("slow_reference_weights.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
 ])
 def test_gpu_cheats_are_caught(gpu_config, solution, problem, status, flag):
-    result = evaluate(problem, CHEATS / solution, gpu_config)
+    result = judged(gpu_config, CHEATS / solution, problem)
     assert result.status == status and flag in result.flags, result.message

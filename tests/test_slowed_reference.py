@@ -59,3 +59,12 @@ def test_a_slowdown_on_some_calls_only_needs_the_median_to_move():
     before = samples(rng, 10.0, 0.02, 10)
     mostly_slow = samples(rng, 10.0, 0.02, 10) + samples(rng, 80.0, 0.02, 30)
     assert stats.slowdown(before, mostly_slow) is not None
+
+
+def test_a_few_microseconds_on_a_launch_bound_reference_are_the_timer_not_a_slowdown():
+    """A 10 µs reference read 1.4x slower with tight samples: under SLOWDOWN_MIN_MS it says nothing; a
+    gap of several times that, which a thread holding the GIL makes, is named."""
+    rng = random.Random(3)
+    before = samples(rng, 0.010, 0.01, 10)
+    assert stats.slowdown(before, samples(rng, 0.014, 0.01, 40)) is None
+    assert stats.slowdown(before, samples(rng, 0.040, 0.01, 40)) is not None
