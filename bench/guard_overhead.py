@@ -1,10 +1,10 @@
 """Wall time of a kbench evaluation with guards on versus off, for correct solutions.
 
-    PYTHONPATH=$PWD python3 bench/guard_overhead.py [--repeats 2] [--csv out.csv]
+    PYTHONPATH=$PWD python3 bench/guard_overhead.py [--repeats 2] [--sweep 8] [--csv out.csv]
 
 Each evaluation is a real `kbench.runner.evaluate` in a fresh worker process (builds cached first),
-with the parameter sweep off (it is not a guard). Prints the median wall time per setting and the
-overhead of the guards in percent, then where the time went: the worker's phases (median seconds,
+with the parameter sweep off (it is not a guard; `--sweep 8` times evaluations as `kbench eval` runs
+them). Prints the median wall time per setting and the overhead of the guards in percent, then where the time went: the worker's phases (median seconds,
 guards off and on) and the guards' own entries, and the samples the timing loop took per side.
 """
 
@@ -33,8 +33,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--csv", type=Path, default=None)
+    parser.add_argument("--sweep", type=int, default=0,
+                        help="parameter sweep per evaluation (0, the default, leaves it out: it is not a guard; "
+                             "kbench eval's default is 8)")
     args = parser.parse_args()
-    config = RunConfig(device=args.device, sweep=0)
+    config = RunConfig(device=args.device, sweep=args.sweep)
     rows = []
     for problem, solution in CASES:
         evaluate(Path(problem), Path(solution), replace(config, time=False, trials=1), build_only=True)
