@@ -3,7 +3,7 @@ fresh input contents, the candidate's timed outputs checked, and the samples tur
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kbench import flags, guards, timing
 from kbench.fresh import FreshRounds
@@ -56,33 +56,23 @@ def measure(reference_model, candidate_model, make_inputs, trials: TrialsResult,
     return _record(samples, clocks, timer_name, context)
 
 
-# The reference's timed rounds before the candidate is imported stop after this long (or when precise).
+# The reference's timed calls before the candidate is imported stop after this long (or enough samples).
 ALONE_BUDGET_S = 0.25
 
 
 def time_alone(reference_model, make_inputs, context: Context) -> tuple[float, ...]:
-    """The reference's time before the candidate is imported: what no candidate can have slowed. It is timed
-    by the loop that times it later, the reference itself in the candidate's place (fresh contents every
-    round, its output checked, the same timer), so that only the candidate's presence can tell the two times
-    apart: on a call of tens of microseconds the event time holds the host's launch path, which a loop that
-    does other work between calls slows by itself."""
-    config = context.config
-    alone = replace(context, config=replace(config, baselines=(), cuda_graph=False))
-    rounds = FreshRounds(make_inputs, reference_model, 0, alone)
-    sides = build_sides(reference_model, reference_model, rounds, alone)
-    timer = timing.CudaEventTimer(context.device) if context.device.type == "cuda" else timing.HostTimer()
-    # No warm-up round: the reference ran already (the snapshot's probe), and in every round the stand-in's
-    # call comes first.
-    rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=config.target_rse,
+    """The reference's time before the candidate is imported: what no candidate can have slowed."""
+    config, device = context.config, context.device
+    inputs = make_inputs(config.seed + 100)
+    side = timing.Side(lambda: reference_model(*inputs), inspect=guards.poison)
+    timer = timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
+    rule = timing.StopRule(warmup=1, min_samples=3, max_samples=config.max_samples, target_rse=config.target_rse,
                            budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
     try:
-        samples = timing.sample_interleaved([timed.side for timed in sides.values()], timer, rule,
-                                            before_round=rounds.new_round)
-    except Stop:
-        raise
+        samples, = timing.sample_interleaved([side], timer, rule)
     except Exception as error:
         raise Stop(Status.REFERENCE_ERROR, f"reference failed while timed alone: {one_line(error)}")
-    return tuple(dict(zip(sides, samples))["reference"].ms)
+    return tuple(samples.ms)
 
 
 def _sample(sides: dict, timer, rounds: FreshRounds, context: Context) -> tuple[dict, ClockRecord | None]:

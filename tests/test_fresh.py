@@ -60,34 +60,3 @@ def test_without_guards_one_set_of_contents_and_no_watch(tmp_path):
         rounds.new_round()
     assert rounds.inputs is first and watch.times == []
 
-
-class CountingLinear(torch.nn.Module):
-    """A reference that counts its calls and records the first input value of each."""
-
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(8, 8)
-        self.seen: list[float] = []
-
-    def forward(self, x):
-        self.seen.append(float(x[0]))
-        return self.linear(x)
-
-
-def test_the_reference_alone_is_timed_by_the_loop_itself_in_the_candidate_s_place(tmp_path):
-    """Its time before the candidate is imported comes from the same rounds that time it later (fresh
-    contents each round, run in both places), so the two times differ only by what the candidate does."""
-    from kbench.measure import time_alone
-
-    progress = Progress(tmp_path / "progress.json", BuildRecord())
-    config = RunConfig(device="cpu", min_samples=3, max_samples=6, target_rse=0.0)
-    context = Context(config, torch.device("cpu"), progress, Findings(progress), watch=CountingWatch(0.0))
-    reference = CountingLinear()
-    with torch.no_grad():
-        samples = time_alone(reference, lambda seed: [torch.randn(8, generator=torch.Generator().manual_seed(seed))],
-                             context)
-    assert len(samples) == 6
-    # Six timed rounds, two calls each on the same contents; every round's are new.
-    assert len(reference.seen) == 2 * 6
-    firsts = reference.seen[::2]
-    assert reference.seen[1::2] == firsts and len(set(firsts)) == 6
