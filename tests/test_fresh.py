@@ -60,3 +60,25 @@ def test_without_guards_one_set_of_contents_and_no_watch(tmp_path):
         rounds.new_round()
     assert rounds.inputs is first and watch.times == []
 
+
+
+def test_a_round_s_contents_are_made_after_the_last_round_s_are_let_go(tmp_path):
+    """At most one set of round contents exists at a time (with a 16 GiB input, two do not fit beside the
+    sides' own buffers on an 80 GB card)."""
+    import weakref
+
+    alive = []
+
+    def make(seed):
+        assert all(reference() is None for reference in alive), "the last round's contents are still held"
+        tensor = torch.randn(8, generator=torch.Generator().manual_seed(seed))
+        alive.append(weakref.ref(tensor))
+        return [tensor]
+
+    progress = Progress(tmp_path / "progress.json", BuildRecord())
+    context = Context(RunConfig(device="cpu"), torch.device("cpu"), progress, Findings(progress),
+                      watch=CountingWatch(0.0))
+    rounds = fresh.FreshRounds(make, reference_model=None, output_bytes=32, context=context)
+    for _ in range(5):
+        rounds.new_round()
+    assert len(alive) == 6
