@@ -143,7 +143,8 @@ class SlotServer:
             self.granted += 1
 
     def _now(self) -> float:
-        return round(time.monotonic() - self._started, 3)
+        # Unrounded: a release and the next grant fall in the same millisecond, and their order is the record.
+        return time.monotonic() - self._started
 
     def close(self) -> None:
         with self.lock:
