@@ -3,7 +3,7 @@
 A candidate that remembers outputs keyed by its inputs' contents (a few sampled values are enough) is
 fooled by nothing but contents it has never seen. So each round of the timing loop draws new contents from
 the problem's own input distribution (its get_inputs() under a seed from os.urandom, made on the device)
-and every side loads them into its own buffers before its call, outside the timed region: reference and
+and every side loads them into the input buffers before its call, outside the timed region: reference and
 candidate are timed on the same contents. The candidate runs first in every round, so while it runs no
 reference output for its contents exists; a copy of its output is checked against the reference's timed
 output for the same contents, which is poisoned as soon as it has been compared.
@@ -56,8 +56,8 @@ class FreshRounds:
         if self.fresh and time.perf_counter() >= self.next_watch:
             self._watch()
         started = time.perf_counter()
-        # The last round's contents go first: with inputs of gigabytes (a 16 GiB avgpool input, three sides'
-        # buffers beside them) one more set at the peak does not fit an 80 GB card.
+        # The last round's contents go first: with inputs of gigabytes (a 16 GiB avgpool input, the sides'
+        # buffers beside them) one more set at the peak may not fit the card.
         self.inputs = []
         self.inputs = self.make_inputs(self.random.getrandbits(63))
         synchronize(self.context.device)

@@ -1,5 +1,6 @@
-"""The sides the timing loop runs: the reference, the candidate and the baselines, each calling its model on
-input buffers of its own that are reloaded before every call; under --cuda-graph, each captured as a graph."""
+"""The sides the timing loop runs: the candidate, the reference and the baselines, each calling its model on
+one shared set of input buffers that is reloaded before every call; under --cuda-graph, each captured as a
+graph."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ FLUSH_REPEATS = 10
 class TimedSide:
     side: timing.Side                       # what the sampling loop runs
     settings: Callable[[], None] | None     # precision settings of this side (a baseline's), None: the policy's
-    buffers: list                           # the input buffers its call reads
+    buffers: list                           # the input buffers its call reads (the same list for every side)
 
 
 def default_is_reference(context: Context) -> bool:
@@ -37,26 +38,26 @@ def default_is_reference(context: Context) -> bool:
 
 def build_sides(reference_model, candidate_model, rounds, context: Context) -> dict[str, TimedSide]:
     """'candidate', 'reference' and the baselines asked for, in the order the timing loop runs them (the
-    candidate first: fresh.py), each loading the round's contents (fresh.FreshRounds) into buffers of its own
-    before its call."""
+    candidate first: fresh.py). They share one set of input buffers, which each side reloads with the round's
+    contents (fresh.FreshRounds) before its call: whatever a call did to them, the next starts from the
+    contents, and a problem whose inputs take tens of gigabytes needs room for two sets, not one per side."""
     config = context.config
+    buffers = clone(rounds.inputs)
     reference_inspect = guards.poison if config.guards else timing.do_nothing
-    sides = {"candidate": _side(candidate_model, rounds, context, inspect=rounds.candidate_done),
-             "reference": _side(reference_model, rounds, context,
+    sides = {"candidate": _side(candidate_model, buffers, rounds, context, inspect=rounds.candidate_done),
+             "reference": _side(reference_model, buffers, rounds, context,
                                 inspect=rounds.reference_done if config.guards else timing.do_nothing)}
     if "default" in config.baselines and not default_is_reference(context):
-        sides["default"] = _side(reference_model, rounds, context, inspect=reference_inspect,
+        sides["default"] = _side(reference_model, buffers, rounds, context, inspect=reference_inspect,
                                  settings=policy.set_pytorch_default_precision)
     if "compile" in config.baselines:
         compiled = _compiled_reference(reference_model, rounds.inputs, context)
         if compiled is not None:
-            sides["compile"] = _side(compiled, rounds, context, inspect=reference_inspect)
+            sides["compile"] = _side(compiled, buffers, rounds, context, inspect=reference_inspect)
     return sides
 
 
-def _side(model, rounds, context: Context, inspect, settings=None) -> TimedSide:
-    buffers = clone(rounds.inputs)
-
+def _side(model, buffers: list, rounds, context: Context, inspect, settings=None) -> TimedSide:
     def prepare():
         load_into(buffers, rounds.inputs)
         if settings:

@@ -82,3 +82,51 @@ def test_a_round_s_contents_are_made_after_the_last_round_s_are_let_go(tmp_path)
     for _ in range(5):
         rounds.new_round()
     assert len(alive) == 6
+
+
+class Scribbler(torch.nn.Module):
+    """Computes the right answer, then zeroes its input in place."""
+
+    def forward(self, x):
+        output = x * 2
+        x.zero_()
+        return output
+
+
+class Doubler(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seen: list[torch.Tensor] = []
+
+    def forward(self, x):
+        self.seen.append(x.clone())
+        return x * 2
+
+
+def test_the_sides_share_one_set_of_buffers_and_each_call_starts_from_the_round_s_contents(tmp_path):
+    """One set of input buffers for every side (a problem with a 16 GiB input needs room for two sets, not
+    one per side), reloaded before each call: a candidate that scribbles on its inputs cannot change what
+    the reference computes after it, and its timed outputs are still checked against the round's."""
+    from kbench.timed_sides import build_sides
+
+    made = []
+
+    def make(seed):
+        made.append(torch.randn(8, generator=torch.Generator().manual_seed(seed)))
+        return [made[-1]]
+
+    progress = Progress(tmp_path / "progress.json", BuildRecord())
+    context = Context(RunConfig(device="cpu"), torch.device("cpu"), progress, Findings(progress),
+                      watch=CountingWatch(0.0))
+    reference = Doubler()
+    rounds = fresh.FreshRounds(make, reference_model=reference, output_bytes=32, context=context)
+    sides = build_sides(reference, Scribbler(), rounds, context)
+    assert list(sides) == ["candidate", "reference"]
+    assert sides["candidate"].buffers is sides["reference"].buffers
+    for _ in range(3):
+        rounds.new_round()
+        for timed in sides.values():
+            timed.side.prepare()
+            timed.side.inspect(timed.side.call())
+    assert len(reference.seen) == 3 and all(torch.equal(seen, contents) for seen, contents in zip(reference.seen, made[1:]))
+    assert progress.record.flags == ()
