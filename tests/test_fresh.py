@@ -63,8 +63,8 @@ def test_without_guards_one_set_of_contents_and_no_watch(tmp_path):
 
 
 def test_a_round_s_contents_are_made_after_the_last_round_s_are_let_go(tmp_path):
-    """At most one set of round contents exists at a time (with a 16 GiB input, two do not fit beside the
-    sides' own buffers on an 80 GB card)."""
+    """At most one set of round contents exists at a time (with a 16 GiB input, two may not fit beside the
+    sides' buffers on the card)."""
     import weakref
 
     alive = []
@@ -128,5 +128,6 @@ def test_the_sides_share_one_set_of_buffers_and_each_call_starts_from_the_round_
         for timed in sides.values():
             timed.side.prepare()
             timed.side.inspect(timed.side.call())
-    assert len(reference.seen) == 3 and all(torch.equal(seen, contents) for seen, contents in zip(reference.seen, made[1:]))
+    assert len(reference.seen) == 3
+    assert all(torch.equal(seen, contents) for seen, contents in zip(reference.seen, made[1:]))
     assert progress.record.flags == ()
