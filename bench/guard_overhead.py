@@ -4,8 +4,9 @@
 
 Each evaluation is a real `kbench.runner.evaluate` in a fresh worker process (builds cached first),
 with the parameter sweep off (it is not a guard; `--sweep 8` times evaluations as `kbench eval` runs
-them). Prints the median wall time per setting and the overhead of the guards in percent, then where the time went: the worker's phases (median seconds,
-guards off and on) and the guards' own entries, and the samples the timing loop took per side.
+them). Prints the median wall time per setting and the overhead of the guards in percent, then where the
+time went: the worker's phases (median seconds, guards off and on) and the guards' own entries, and the
+samples the timing loop took per side.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ class _Reference:
     model: object              # Model(*init_inputs), built right after the seed
     init_inputs: list
     make_inputs: object        # loading.input_maker at the evaluation's sizes
-    alone_ms: tuple[float, ...]  # its timed calls before the candidate existed (empty: not timed)
+    alone: Timing | None       # its timed calls before the candidate existed (None: not timed)
 
 
 def _reference_first(problem_module, context: Context) -> _Reference:
@@ -125,8 +125,8 @@ def _reference_first(problem_module, context: Context) -> _Reference:
     # among them), moves the reference's time by far more than any threshold could tell from a cheat.
     timed_alone = config.time and config.guards and device.type == "cuda"
     with context.progress.spent("guard: reference alone"):
-        alone_ms = time_alone(model, make_inputs, context) if timed_alone else ()
-    return _Reference(model, init_inputs, make_inputs, alone_ms)
+        alone = time_alone(model, make_inputs, context) if timed_alone else None
+    return _Reference(model, init_inputs, make_inputs, alone)
 
 
 def _note_slowed_reference(alone_ms, during_ms, context: Context) -> None:
@@ -159,14 +159,13 @@ def _official_verdict(solution_module, reference: _Reference, context: Context) 
     timed = measure(reference.model, candidate_model, reference.make_inputs, trials, context) \
         if config.time else None
     context.checkpoint("timing ModelNew")
-    if timed and reference.alone_ms:
-        _note_slowed_reference(reference.alone_ms, timed.reference_timing.samples_ms, context)
+    if timed and reference.alone:
+        _note_slowed_reference(reference.alone.samples_ms, timed.reference_timing.samples_ms, context)
     if config.guards and device.type == "cuda":
         with progress.spent("guard: kernel attribution"):
             note_library_only(candidate_model, reference.make_inputs(config.seed), context)
-    alone = Timing(reference.alone_ms, "cuda-events") if reference.alone_ms else None
     return context.findings.outcome(Status.CORRECT, check=trials.check, message=context.findings.message,
-                                    reference_alone=alone, **(timed.fields() if timed else {}))
+                                    reference_alone=reference.alone, **(timed.fields() if timed else {}))
 
 
 def _needs_cuda(stop: Stop, device) -> tuple[str, str]:

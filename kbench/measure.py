@@ -60,7 +60,7 @@ def measure(reference_model, candidate_model, make_inputs, trials: TrialsResult,
 ALONE_BUDGET_S = 0.25
 
 
-def time_alone(reference_model, make_inputs, context: Context) -> tuple[float, ...]:
+def time_alone(reference_model, make_inputs, context: Context) -> Timing:
     """The reference's time before the candidate is imported: what no candidate can have slowed."""
     config, device = context.config, context.device
     inputs = make_inputs(config.seed + 100)
@@ -72,7 +72,7 @@ def time_alone(reference_model, make_inputs, context: Context) -> tuple[float, .
         samples, = timing.sample_interleaved([side], timer, rule)
     except Exception as error:
         raise Stop(Status.REFERENCE_ERROR, f"reference failed while timed alone: {one_line(error)}")
-    return tuple(samples.ms)
+    return Timing(tuple(samples.ms), timer.name)
 
 
 def _sample(sides: dict, timer, rounds: FreshRounds, context: Context) -> tuple[dict, ClockRecord | None]:
