@@ -104,6 +104,7 @@ class _Reference:
     init_inputs: list
     make_inputs: object        # loading.input_maker at the evaluation's sizes
     alone: Timing | None       # its timed calls before the candidate existed (None: not timed)
+    ops: set[str]              # the aten ops its first call dispatched (guards.record_ops; empty without guards)
 
 
 def _reference_first(problem_module, context: Context) -> _Reference:
@@ -114,11 +115,16 @@ def _reference_first(problem_module, context: Context) -> _Reference:
     model, init_inputs = build_reference(problem_module, config.seed, device)
     make_inputs = input_maker(problem_module, device)
 
+    ops: set[str] = set()
+
     def first_call():  # a reference that fails here is the problem's fault
         guards.poison(call_reference(model, make_inputs(config.seed), device))
+
+    def first_call_recorded():  # the ops it runs, for the candidate's calls_reference_op
+        ops.update(guards.record_ops(first_call))
     if config.guards:  # what defines the reference, to tell whether the candidate changes it
         with context.progress.spent("guard: reference snapshot"):
-            context.watch.reference = ReferenceSnapshot.take(problem_module, model, probe=first_call)
+            context.watch.reference = ReferenceSnapshot.take(problem_module, model, probe=first_call_recorded)
     else:
         first_call()
     # On a GPU only: a CPU's host clock, shared with whatever else the machine runs (torch's own threads
@@ -126,7 +132,7 @@ def _reference_first(problem_module, context: Context) -> _Reference:
     timed_alone = config.time and config.guards and device.type == "cuda"
     with context.progress.spent("guard: reference alone"):
         alone = time_alone(model, make_inputs, context) if timed_alone else None
-    return _Reference(model, init_inputs, make_inputs, alone)
+    return _Reference(model, init_inputs, make_inputs, alone, ops)
 
 
 def _note_slowed_reference(alone_ms, during_ms, context: Context) -> None:
@@ -155,7 +161,7 @@ def _official_verdict(solution_module, reference: _Reference, context: Context) 
     trials = run_trials(reference.model, candidate_model, reference.make_inputs, context)
     if config.guards:
         with progress.spent("guard: reference ops"):
-            note_reference_ops(reference.model, candidate_model, reference.make_inputs(config.seed), context)
+            note_reference_ops(reference.ops, candidate_model, reference.make_inputs(config.seed), context)
     timed = measure(reference.model, candidate_model, reference.make_inputs, trials, context) \
         if config.time else None
     context.checkpoint("timing ModelNew")

@@ -51,6 +51,7 @@ WATCHED_FUNCTIONS = (
     "torch.cuda.Event.synchronize", "torch.cuda.current_stream", "torch.cuda.Stream.synchronize",
     "torch.allclose", "torch.isclose", "torch.equal", "torch.isfinite", "torch.isnan", "torch.where", "torch.abs",
     "torch.linalg.vector_norm", "torch.nan_to_num", "torch.unravel_index", "torch.manual_seed",
+    "torch.default_generator", "torch.cuda.manual_seed_all",
     "torch.Tensor.__sub__", "torch.Tensor.__eq__", "torch.Tensor.__ne__", "torch.Tensor.__gt__", "torch.Tensor.abs",
     "torch.Tensor.max", "torch.Tensor.any", "torch.Tensor.sum", "torch.Tensor.to", "torch.Tensor.clone",
     "torch.Tensor.copy_", "torch.Tensor.fill_", "torch.Tensor.item", "torch.Tensor.__bool__", "torch.Tensor.__float__",

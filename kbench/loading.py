@@ -68,7 +68,7 @@ def input_maker(problem_module, device):
     """make_inputs(seed): the problem's get_inputs() under that seed, on the device; a get_inputs() that
     raises is the problem's fault (reference_error), a lost CUDA context is not its (see lost_context)."""
     def make_inputs(seed: int) -> list:
-        torch.manual_seed(seed)
+        _seed_input_generators(seed, device)
         try:
             with torch.device(device):
                 return list(problem_module.get_inputs())
@@ -78,6 +78,15 @@ def input_maker(problem_module, device):
             traceback.print_exc()
             raise Stop(Status.REFERENCE_ERROR, f"the problem's get_inputs() failed: {one_line(error)}")
     return make_inputs
+
+
+def _seed_input_generators(seed: int, device) -> None:
+    """torch.manual_seed for the generators get_inputs() draws from on `device` (the CPU's, and CUDA's on a
+    GPU). torch.manual_seed itself records a stack trace for every backend not in use (XPU, MTIA): half a
+    millisecond, paid once per timing round, where the inputs are made afresh."""
+    torch.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        torch.cuda.manual_seed_all(seed)  # immediate once CUDA is initialised, queued for it before
 
 
 def call(model, inputs, device, failure_status: str, what: str = ""):

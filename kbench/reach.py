@@ -27,6 +27,11 @@ MAX_CHAIN = 3
 MAX_CONTAINER_ITEMS = 2000
 
 _SIMPLE = (int, float, complex, str, bytes, bool, type(None))
+# Objects that cannot change in place in any way that matters here: compared by identity, decided first
+# (a snapshot fingerprints a thousand of torch.Tensor's methods, a dozen times per evaluation).
+_IDENTITY_ONLY = frozenset({type, types.ModuleType, types.BuiltinFunctionType, types.MethodDescriptorType,
+                            types.WrapperDescriptorType, types.MethodWrapperType, types.GetSetDescriptorType,
+                            types.MemberDescriptorType, types.ClassMethodDescriptorType})
 
 
 class Same:
@@ -157,6 +162,8 @@ def token(value, depth: int = 0):
     """A fingerprint that compares equal while `value` is unchanged: equal immutable values, or the
     same object (containers one level deep by their items; functions by code, defaults and cells)."""
     kind = type(value)
+    if kind in _IDENTITY_ONLY:
+        return ("object", Same(value))
     if kind in _SIMPLE:
         return ("=", kind.__name__, repr(value))  # repr: NaN equals NaN, 1 differs from True
     if isinstance(value, tuple) and depth < 3:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import types
 from typing import Callable
 
 import torch
@@ -58,6 +59,7 @@ class ReferenceSnapshot:
         self.reached = {**reach.reached(construction, **walk)[0], **lookups}
         self.runtime_names |= {"forward", "__call__"}
         self.names: dict[str, tuple[str, str]] = {}  # key -> (kind, attribute name) for _matters
+        self._class_keys: dict[type, dict[str, str]] = {}  # class -> entry name -> key
         self.ops: list[str] = []
         self.volatile: set[str] = set()
         self.baseline: dict = {}
@@ -86,12 +88,12 @@ class ReferenceSnapshot:
     def changed(self) -> list[str]:
         """Readable names of what differs from the snapshot (empty when nothing does). Call it under
         the same global overrides as take() (a sweep's overrides read as changed globals)."""
-        now = self.capture()
+        now, baseline = self.capture(), self.baseline
+        differ = [key for key in baseline.keys() | now.keys()
+                  if baseline.get(key, reach.MISSING) != now.get(key, reach.MISSING) and key not in self.volatile]
         names = []
-        for key in sorted(self.baseline.keys() | now.keys()):
-            before, after = self.baseline.get(key, reach.MISSING), now.get(key, reach.MISSING)
-            if key in self.volatile or before == after:
-                continue
+        for key in sorted(differ):
+            before, after = baseline.get(key, reach.MISSING), now.get(key, reach.MISSING)
             added = before is reach.MISSING
             if not self._matters(key, added):
                 continue
@@ -115,11 +117,10 @@ class ReferenceSnapshot:
         state: dict = {}
         tensors: list[tuple[str, torch.Tensor]] = []
         for cls in self.classes + [torch.Tensor, torch._C.TensorBase]:
-            label = reach.describe(cls, self.problem.__name__)
-            kind = "problem class" if cls.__module__ == self.problem.__name__ else "torch class"
+            keys = self._class_keys.setdefault(cls, {})
             for name, value in list(vars(cls).items()):
-                state[f"{label}.{name}"] = reach.token(value)
-                self.names[f"{label}.{name}"] = (kind, name)
+                key = keys.get(name) or self._class_key(cls, name)
+                state[key] = reach.token(value)
         for path, module in _module_tree(self.model):
             state[f"class of {path.rstrip('.') or 'the reference'}"] = reach.token(type(module))
             self._capture_namespace(state, tensors, vars(module), f"attribute {path}")
@@ -136,6 +137,12 @@ class ReferenceSnapshot:
             state[key] = _tensor_token(tensor)
             state[f"{key} contents"] = contents
         return state
+
+    def _class_key(self, cls: type, name: str) -> str:
+        """The state's key for a class entry, made once per entry (a capture reads a thousand of them)."""
+        key = self._class_keys[cls][name] = f"{reach.describe(cls, self.problem.__name__)}.{name}"
+        self.names[key] = ("problem class" if cls.__module__ == self.problem.__name__ else "torch class", name)
+        return key
 
     def _capture_namespace(self, state: dict, tensors: list, namespace: dict, prefix: str) -> None:
         for name, value in list(namespace.items()):
@@ -177,6 +184,15 @@ class ReferenceSnapshot:
             row_index = torch.arange(rows.shape[0], device=rows.device, dtype=torch.int64) + start // _WIDTH
             total += (rows * weights).sum() + (rows.sum(1) * (row_index * 2654435761 + 1)).sum()
         return total
+
+
+def warm_up(device: str) -> None:
+    """Take and compare a snapshot of a tiny model on `device`. A process's first snapshot loads the
+    checksum's kernels and starts the CPU profiler (some 50 ms on an H100's host), which a waiting worker can
+    pay while it waits rather than the evaluation that takes it."""
+    model = torch.nn.Linear(4, 4).to(device)
+    inputs = torch.ones(2, 4, device=device)
+    ReferenceSnapshot.take(types.ModuleType("kbench_warm_up"), model, probe=lambda: model(inputs)).changed()
 
 
 def _classes(model: torch.nn.Module) -> list[type]:
@@ -234,10 +250,11 @@ def _running_statistics(model: torch.nn.Module) -> set[str]:
 
 def _aten_ops(call: Callable[[], object]) -> list[str]:
     """Names of the aten ops (composite ones included) that `call` runs, from the CPU profiler."""
-    # torch.autograd's profiler, not torch.profiler's: the latter imports torch._dynamo (seconds).
+    # torch.autograd's profiler, not torch.profiler's: the latter imports torch._dynamo (seconds). The raw
+    # events, not function_events, which builds the call tree first (tens of ms after a cuDNN call).
     with torch.autograd.profiler.profile(use_cpu=True) as profiler:
         call()
-    return sorted({event.name for event in profiler.function_events if event.name.startswith("aten::")})
+    return sorted({event.name() for event in profiler.kineto_results.events() if event.name().startswith("aten::")})
 
 
 def _dispatcher_state(ops: list[str]) -> dict:

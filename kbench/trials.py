@@ -96,9 +96,9 @@ def guard_output(context: Context, output) -> None:
                               f"returned {', '.join(odd_types)} instead of a plain torch.Tensor")
 
 
-def note_reference_ops(reference_model, candidate_model, inputs, context: Context) -> None:
-    """Noting flag when the candidate runs the aten ops that carry the reference's work."""
-    reference_ops = guards.record_ops(lambda: reference_model(*clone(inputs)))
+def note_reference_ops(reference_ops: set[str], candidate_model, inputs, context: Context) -> None:
+    """Noting flag when the candidate runs the aten ops that carry the reference's work (`reference_ops`, as
+    guards.record_ops found them)."""
     candidate_ops = guards.record_ops(
         lambda: call(candidate_model, clone(inputs), context.device, Status.RUNTIME_ERROR))
     shared = guards.shared_work_ops(reference_ops, candidate_ops)

@@ -21,7 +21,7 @@ import torch
 
 # Everything the worker checks and times with is imported before any candidate, so the harness
 # snapshot (guards.HarnessSnapshot) holds the real functions.
-from kbench import evaluation, guards, kernels, policy, slots
+from kbench import evaluation, guards, kernels, policy, reference_guard, slots
 from kbench.build import BuildRecord, install_build_hooks, versions_tag
 from kbench.job import Job, write_json_atomic
 from kbench.progress import Progress
@@ -74,13 +74,16 @@ def die_with_parent() -> None:
 
 
 def _warm_up(device: str) -> None:
-    """Importing this module loaded torch and kbench; prime the dispatcher, create the CUDA context and start
-    the profiler once (its first start takes far longer than a profile: the kernel attribution's guard)."""
+    """Importing this module loaded torch and kbench; import what building extensions needs, prime the
+    dispatcher, create the CUDA context, start the profiler once (its first start takes far longer than a
+    profile: the kernel attribution's guard) and take a first reference snapshot (reference_guard.warm_up)."""
+    import torch.utils.cpp_extension  # noqa: F401  (setuptools and all: a tenth of a second, every evaluation)
     guards.prime_dispatch()
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.zeros(1, device=device)  # creates the CUDA context
         kernels.profile_kernels(lambda: torch.zeros(1, device=device).add_(1))
+    reference_guard.warm_up(device)
 
 
 def _redirect_output(log_path: str) -> None:
