@@ -14,6 +14,7 @@ A `probe` (a call of the reference) lets the snapshot learn what the reference c
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import sys
@@ -269,8 +270,14 @@ def _dispatch_entries(op: str) -> tuple:
         dumps = {name: torch._C._dispatch_dump(name) for name in names}
     except Exception:  # a profiler event named like an op that the dispatcher does not know
         return ()
-    return tuple(f"{name} {line}" for name, dump in dumps.items() for line in dump.splitlines()
-                 if line.partition(": ")[0] in _RUNTIME_KEYS)
+    return tuple(line for name, dump in dumps.items() for line in _runtime_lines(name, dump))
+
+
+@functools.lru_cache(maxsize=4096)
+def _runtime_lines(name: str, dump: str) -> tuple[str, ...]:
+    """A dump's runtime-key lines, each prefixed with the overload's name (cached: a dump rarely changes,
+    and every checkpoint reads every op's)."""
+    return tuple(f"{name} {line}" for line in dump.splitlines() if line.partition(": ")[0] in _RUNTIME_KEYS)
 
 
 def _process_settings() -> dict:
