@@ -131,3 +131,20 @@ def test_the_sides_share_one_set_of_buffers_and_each_call_starts_from_the_round_
     assert len(reference.seen) == 3
     assert all(torch.equal(seen, contents) for seen, contents in zip(reference.seen, made[1:]))
     assert progress.record.flags == ()
+
+
+def test_a_rounds_contents_are_get_inputs_under_its_seed():
+    """make_inputs seeds the generators itself (not through torch.manual_seed, which costs half a millisecond
+    a round): the contents for a seed are still exactly get_inputs() after torch.manual_seed(seed)."""
+    from pathlib import Path
+
+    from kbench.loading import input_maker, load_problem
+
+    problem = load_problem(str(Path(__file__).parent / "fixtures" / "problems" / "axpy.py"))
+    make_inputs = input_maker(problem, torch.device("cpu"))
+    torch.manual_seed(7)
+    expected = problem.get_inputs()
+    torch.manual_seed(123)  # whatever the generators' state before, the seed decides
+    made = make_inputs(7)
+    assert all(torch.equal(a, b) for a, b in zip(made, expected))
+    assert not all(torch.equal(a, b) for a, b in zip(make_inputs(8), expected))
