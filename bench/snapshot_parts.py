@@ -27,15 +27,20 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _span(name: str, work, repeats: int = 1):
+def _synchronize() -> None:
     import torch
 
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _span(name: str, work, repeats: int = 1):
     times, result = [], None
     for _ in range(repeats):
-        torch.cuda.synchronize()
+        _synchronize()
         started = time.perf_counter()
         result = work()
-        torch.cuda.synchronize()
+        _synchronize()
         times.append((time.perf_counter() - started) * 1e3)
     first = f" (first {times[0]:.2f})" if repeats > 1 else ""
     print(f"  {name:42} {statistics.median(times):8.2f} ms{first}", flush=True)
@@ -50,15 +55,15 @@ def _one(path: str, mode: str) -> int:
     from kbench.loading import build_reference, call_reference, input_maker
     from kbench.problem import load_module
 
-    worker._warm_up("cuda:0")
+    device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")  # on a CPU: that it runs
+    worker._warm_up(str(device))
     problem = load_module(Path(path), "kbench_problem")
-    device = torch.device("cuda:0")
+    print(f"{path}: {mode}")
     model, _ = _span("build_reference", lambda: build_reference(problem, 42, device))
     inputs = input_maker(problem, device)(42)
 
     def call():
         guards.poison(call_reference(model, inputs, device))
-    print(f"{path}: {mode}")
     if mode == "plain-first-call":
         _span("first call (no profiler)", call)
         _span("second call (no profiler)", call)
