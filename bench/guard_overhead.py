@@ -1,6 +1,6 @@
 """Wall time of a kbench evaluation with guards on versus off, for correct solutions.
 
-    PYTHONPATH=$PWD python3 bench/guard_overhead.py [--repeats 2] [--sweep 8] [--csv out.csv]
+    PYTHONPATH=$PWD python3 bench/guard_overhead.py [--repeats 3] [--sweep 8] [--csv out.csv]
 
 Each evaluation is a real `kbench.runner.evaluate` in a fresh worker process (builds cached first),
 with the parameter sweep off (it is not a guard; `--sweep 8` times evaluations as `kbench eval` runs
@@ -31,7 +31,7 @@ CASES = [
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3, help="evaluations per setting (the median is shown)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--csv", type=Path, default=None)
     parser.add_argument("--sweep", type=int, default=0,
