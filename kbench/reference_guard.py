@@ -33,7 +33,10 @@ _RUNTIME_KEYS = {"CPU", "CUDA", "BackendSelect", "ADInplaceOrView", "AutogradCPU
                  "CompositeExplicitAutogradNonFunctional[alias]"}
 # Checksums multiply each element's bits by a random weight per column of a row of this width.
 _WIDTH = 1021
-_CHUNK = 1 << 22  # elements per checksum step: bounds the temporary memory
+# Rows per checksum step: bounds the temporary memory; on a CPU, small enough to stay in cache (a tenth of
+# the time of steps of 4M elements), on a GPU large enough for few launches.
+_CHUNK_ROWS_CPU = 256
+_CHUNK_ROWS_GPU = 4096
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 _RUNNING_STATS = ("running_mean", "running_var", "num_batches_tracked")
 # Special methods that build, copy or show an object but do not run when it is called.
@@ -178,12 +181,15 @@ class ReferenceSnapshot:
         bits = flat.contiguous().view(_BITS[flat.element_size()])
         weights = self._weights.setdefault(bits.device, self._weights_cpu.to(bits.device))
         total = torch.zeros((), dtype=torch.int64, device=bits.device)
-        for start in range(0, bits.numel(), _CHUNK):
-            chunk = bits[start:start + _CHUNK].to(torch.int64)
-            pad = (-chunk.numel()) % _WIDTH
-            rows = torch.nn.functional.pad(chunk, (0, pad)).view(-1, _WIDTH)
+        step = (_CHUNK_ROWS_CPU if bits.device.type == "cpu" else _CHUNK_ROWS_GPU) * _WIDTH
+        for start in range(0, bits.numel(), step):
+            # A copy even of int64 bits: the products are taken in place.
+            chunk = bits[start:start + step].to(torch.int64, copy=True)
+            pad = (-chunk.numel()) % _WIDTH  # only the last step's
+            rows = (torch.nn.functional.pad(chunk, (0, pad)) if pad else chunk).view(-1, _WIDTH)
             row_index = torch.arange(rows.shape[0], device=rows.device, dtype=torch.int64) + start // _WIDTH
-            total += (rows * weights).sum() + (rows.sum(1) * (row_index * 2654435761 + 1)).sum()
+            row_sums = rows.sum(1)
+            total += rows.mul_(weights).sum() + (row_sums * (row_index * 2654435761 + 1)).sum()
         return total
 
 

@@ -331,11 +331,14 @@ def test_nan_parameters_and_repeated_snapshots_are_stable():
 def test_checksum_sees_any_change_of_bits_or_places(dtype):
     module, model, _ = built(CONVT)
     snapshot = ReferenceSnapshot(module, model)
-    values = (torch.rand(5000) * 100).to(dtype) if dtype != torch.bool else torch.rand(5000) > 0.5
+    size = 300_000  # more than one step of the checksum on a CPU, and a last step shorter than a row
+    values = (torch.rand(size) * 100).to(dtype) if dtype != torch.bool else torch.rand(size) > 0.5
     values[0], values[1021] = values[1021].clone() + (1 if dtype != torch.bool else False), values[1021]
+    before = values.clone()
     base = int(snapshot._checksum(values))
+    assert torch.equal(values, before)  # it reads the tensor, never writes it
     assert int(snapshot._checksum(values.clone())) == base
-    for first, second in [(0, 1), (0, 1021), (5, 4000)]:  # same row, same column, anywhere
+    for first, second in [(0, 1), (0, 1021), (5, 4000), (3, size - 2)]:  # same row, same column, anywhere
         swapped = values.clone()
         swapped[first], swapped[second] = values[second], values[first]
         if not torch.equal(swapped, values):
@@ -343,4 +346,4 @@ def test_checksum_sees_any_change_of_bits_or_places(dtype):
     flipped = values.clone()
     flipped.view(torch.uint8)[7] ^= 1  # one bit
     assert int(snapshot._checksum(flipped)) != base
-    assert int(snapshot._checksum(values.view(50, 100).t())) != base  # another layout reads another order
+    assert int(snapshot._checksum(values.view(3000, 100).t())) != base  # another layout reads another order
