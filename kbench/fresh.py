@@ -24,9 +24,9 @@ from kbench.trials import ask_truth, guard_output
 # Timed outputs up to this size are all checked; larger ones on a random share of calls.
 CHECK_EVERY_CALL_BYTES = 64 << 20
 CHECK_PROBABILITY = 0.25
-# Between rounds, the watched settings, harness functions and reference are compared at random times, as
-# often as keeps these comparisons to about this share of the timing loop's time (a comparison reads every
-# parameter of the reference: on a large model it takes tens of milliseconds).
+# Between the candidate's call and the reference's, the watched settings, harness functions and reference
+# are compared at random times, as often as keeps these comparisons to about this share of the timing
+# loop's time (a comparison reads every parameter of the reference: on a large model it takes tens of ms).
 WATCH_SHARE = 0.03
 # Mean seconds before the first comparison, before its cost is known.
 FIRST_WATCH_MEAN_S = 0.1
@@ -53,8 +53,6 @@ class FreshRounds:
     def new_round(self) -> None:
         if self.rounds and not self.fresh:
             return
-        if self.fresh and time.perf_counter() >= self.next_watch:
-            self._watch()
         started = time.perf_counter()
         # The last round's contents go first: with inputs of gigabytes (a 16 GiB avgpool input, the sides'
         # buffers beside them) one more set at the peak may not fit the card.
@@ -67,10 +65,12 @@ class FreshRounds:
         self.candidate_output = None  # a copy, kept until the reference runs on these contents
 
     def _watch(self) -> None:
-        """A checkpoint between rounds, at random times: a candidate that changes the reference and puts it
-        back before the stages' own checkpoints is caught only here (or by the reference's time). The gaps
-        are exponential (memoryless: the time since the last one says nothing of the next) with a mean that
-        keeps the comparisons to WATCH_SHARE of the loop."""
+        """A checkpoint between the candidate's call and the reference's, at random times. It sees a change
+        the candidate's call made to the reference even if the change undoes itself when the reference runs
+        (a forward that returns the candidate's answer as the reference's, then puts the real one back), and
+        one made and put back between the stages' own checkpoints. The gaps are exponential (memoryless: the
+        time since the last one says nothing of the next) with a mean that keeps the comparisons to
+        WATCH_SHARE of the loop."""
         started = time.perf_counter()
         self.context.checkpoint("timing ModelNew")
         now = time.perf_counter()
@@ -91,6 +91,8 @@ class FreshRounds:
         self.candidate_ran = True
         if not self.fresh:
             return
+        if time.perf_counter() >= self.next_watch:
+            self._watch()
         self.calls += 1
         if not (self.check_all or self.calls <= 2 or self.random.random() < CHECK_PROBABILITY):
             return

@@ -33,6 +33,18 @@ def _rounds(tmp_path, watch) -> fresh.FreshRounds:
                              reference_model=None, output_bytes=32, context=context)
 
 
+def _timed_calls(rounds: fresh.FreshRounds, events: list | None = None) -> None:
+    """The candidate's and the reference's timed calls of a round, as the sides report them."""
+    output = rounds.inputs[0] * 2
+    time.sleep(0.001)
+    if events is not None:
+        events.append("candidate called")
+    rounds.candidate_done(output)
+    if events is not None:
+        events.append("reference called")
+    rounds.reference_done(output.clone())
+
+
 def test_watch_rounds_happen_at_random_and_keep_to_their_share(tmp_path):
     watch = CountingWatch(cost_s=0.004)
     rounds = _rounds(tmp_path, watch)
@@ -41,7 +53,7 @@ def test_watch_rounds_happen_at_random_and_keep_to_their_share(tmp_path):
     while time.perf_counter() - started < 1.5:
         rounds.new_round()
         contents.add(tuple(rounds.inputs[0].tolist()))
-        time.sleep(0.001)  # the round's timed calls
+        _timed_calls(rounds)
     elapsed = time.perf_counter() - started
     share = len(watch.times) * watch.cost_s / elapsed
     # Expected about 1.5 * 0.03 / 0.004 = 11 comparisons; a share per round (10% of rounds) would be ~25%.
@@ -51,6 +63,27 @@ def test_watch_rounds_happen_at_random_and_keep_to_their_share(tmp_path):
     assert len(contents) == rounds.rounds  # every round's contents are new
 
 
+def test_the_watch_comes_between_the_candidates_call_and_the_references(tmp_path):
+    """A change the candidate's call made to the reference can undo itself when the reference is called:
+    only a comparison between the two calls sees it."""
+    events: list = []
+
+    class Watch(CountingWatch):
+        def findings(self, when: str) -> list:
+            events.append("watch")
+            return super().findings(when)
+
+    rounds = _rounds(tmp_path, Watch(cost_s=0.002))
+    started = time.perf_counter()
+    while time.perf_counter() - started < 1.0:
+        rounds.new_round()
+        _timed_calls(rounds, events)
+    watches = [index for index, event in enumerate(events) if event == "watch"]
+    assert watches, "no watch in a second of rounds"
+    assert all(events[index - 1] == "candidate called" and events[index + 1] == "reference called"
+               for index in watches)
+
+
 def test_without_guards_one_set_of_contents_and_no_watch(tmp_path):
     watch = CountingWatch(cost_s=0.0)
     rounds = _rounds(tmp_path, watch)
@@ -58,6 +91,7 @@ def test_without_guards_one_set_of_contents_and_no_watch(tmp_path):
     first = rounds.inputs
     for _ in range(50):
         rounds.new_round()
+        _timed_calls(rounds)
     assert rounds.inputs is first and watch.times == []
 
 
