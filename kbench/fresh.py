@@ -48,6 +48,11 @@ class FreshRounds:
         self.calls = 0
         self.rounds = 0
         self.next_watch = time.perf_counter() + self.random.expovariate(1 / FIRST_WATCH_MEAN_S)
+        # And one in a round drawn among the first timed ones, which every timing loop runs (the random
+        # times alone may fall after a short loop has ended). This construction makes round 1; the
+        # warm-up rounds follow.
+        config = context.config
+        self.sure_watch_round = 1 + config.warmup + self.random.randint(1, max(1, config.min_samples))
         self.new_round()
 
     def new_round(self) -> None:
@@ -91,7 +96,7 @@ class FreshRounds:
         self.candidate_ran = True
         if not self.fresh:
             return
-        if time.perf_counter() >= self.next_watch:
+        if self.rounds == self.sure_watch_round or time.perf_counter() >= self.next_watch:
             self._watch()
         self.calls += 1
         if not (self.check_all or self.calls <= 2 or self.random.random() < CHECK_PROBABILITY):

@@ -84,6 +84,28 @@ def test_the_watch_comes_between_the_candidates_call_and_the_references(tmp_path
                for index in watches)
 
 
+def test_one_watch_falls_among_the_first_timed_rounds(tmp_path):
+    """However short the loop, a watch comes in one of the first min_samples timed rounds (after the
+    warm-up), and which one is not known ahead."""
+    chosen = set()
+    for _ in range(30):
+        watch = CountingWatch(cost_s=0.0)
+        rounds = _rounds(tmp_path, watch)
+        rounds.next_watch = float("inf")  # no watch at random times
+        config = rounds.context.config
+        watched_rounds = []
+        for _ in range(config.warmup + config.min_samples):
+            rounds.new_round()
+            before = len(watch.times)
+            _timed_calls(rounds)
+            if len(watch.times) > before:
+                watched_rounds.append(rounds.rounds - 1 - config.warmup)  # 1: the first timed round
+        # (after a watch the random times take over: others may follow)
+        assert watched_rounds and 1 <= watched_rounds[0] <= config.min_samples, watched_rounds
+        chosen.add(watched_rounds[0])
+    assert len(chosen) > 1
+
+
 def test_without_guards_one_set_of_contents_and_no_watch(tmp_path):
     watch = CountingWatch(cost_s=0.0)
     rounds = _rounds(tmp_path, watch)

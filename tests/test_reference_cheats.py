@@ -52,6 +52,7 @@ def test_honest_look_alikes_stay_clean(config, solution, problem):
     ("slow_reference_global.py", "torch.nn.modules.conv.F"),
     ("slow_reference_weights.py", "parameter conv.weight contents"),
     ("answer_through_reference.py", "Model.forward"),  # a change that undoes itself when the reference runs
+    ("answer_through_reference_timed.py", "Model.forward"),  # the same, in the timing loop only
 ])
 def test_changing_the_reference_is_tampering(config, solution, name):
     result = evaluate(CONVT, CHEATS / solution, config)
