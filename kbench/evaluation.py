@@ -76,7 +76,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
     overrides = dict(job.overrides)
     if context.device.type == "cpu" and not config.full_size and not overrides:
         overrides = params.small_overrides(problem_module)
-    context.sizes = describe_overrides(overrides)
+    context.sizes, context.overrides = describe_overrides(overrides), overrides
     # Taken before the candidate is imported: what settings and harness functions must stay as they are.
     context.watch = guards.Watch(harness=not job.build_only)
     if job.build_only:

@@ -105,8 +105,9 @@ class Watch:
         self.harness = HarnessSnapshot() if harness else None
         self.reference = None  # a reference_guard.ReferenceSnapshot, once the reference is built
 
-    def findings(self, when: str) -> list[tuple[str, str]]:
-        """Call it under the global overrides the reference snapshot was taken under."""
+    def findings(self, when: str, other_globals=()) -> list[tuple[str, str]]:
+        """Call it under the global overrides the reference snapshot was taken under, but for the problem
+        globals named in `other_globals`, which are not compared."""
         found = []
         changes = policy.changed_settings(self.settings, policy.snapshot_settings())
         if changes:
@@ -115,16 +116,16 @@ class Watch:
         tampered = self.harness.changed() if self.harness else []
         if tampered:
             found.append((flags.HARNESS_TAMPERING, f"replaced {', '.join(tampered)} while {when}"))
-        reference_changes = self._reference_changes()
+        reference_changes = self._reference_changes(other_globals)
         if reference_changes:
             found.append((flags.REFERENCE_TAMPERING, tampering_message(reference_changes, when)))
         return found
 
-    def _reference_changes(self) -> list[str]:
+    def _reference_changes(self, other_globals) -> list[str]:
         if self.reference is None:
             return []
         try:
-            return self.reference.changed()
+            return self.reference.changed(other_globals)
         except Exception as error:  # what it reads was made unreadable: that is a change too
             return [f"the reference's snapshot could not be compared ({type(error).__name__}: {error})"]
 

@@ -11,7 +11,7 @@ from kbench import check, guards, params
 from kbench.job import SweepCounts, one_line
 from kbench.loading import (build_candidate, build_reference, call, call_reference, clone, input_maker,
                             lost_context, synchronize)
-from kbench.problem import describe_overrides, overridden
+from kbench.problem import assignments, describe_overrides, overridden
 from kbench.progress import Context, Stop
 from kbench.results import Status, SweepResult
 from kbench.trials import ask_truth
@@ -37,6 +37,8 @@ def run_sweep(problem_module, solution_module, context: Context) -> SweepResult:
         try:
             outcome = _sweep_one(problem_module, solution_module, configuration, context, config.seed + 1000 + index)
         except Exception as error:  # a lost CUDA context (loading.lost_context): nothing after it can run
+            if isinstance(error, Stop) and error.status == Status.REJECTED:
+                raise  # a guard's (the checkpoint before the reference's call)
             traceback.print_exc()
             counts = SweepCounts(counts.passed, counts.run + 1, counts.skipped, counts.total)
             first_failure = first_failure or f"{described}: {one_line(error)}"
@@ -48,6 +50,13 @@ def run_sweep(problem_module, solution_module, context: Context) -> SweepResult:
         if outcome != PASSED and first_failure is None:
             first_failure = f"{described}: {outcome}"
     return SweepResult(passed=counts.passed, run=counts.run, skipped=counts.skipped, first_failure=first_failure)
+
+
+def _reassigned(problem_module, configuration: dict) -> set[str]:
+    """The globals a configuration sets: its own and every top-level assignment's target (problem.overridden
+    runs them again, so even those that keep their values are new objects)."""
+    targets = [statement.targets for statement in assignments(problem_module)]
+    return set(configuration).union(*targets)
 
 
 def _sweep_one(problem_module, solution_module, configuration, context: Context, input_seed) -> str:
@@ -76,6 +85,9 @@ def _sweep_one(problem_module, solution_module, configuration, context: Context,
             candidate_output = call(candidate_model, clone(inputs), device, Status.RUNTIME_ERROR)
         except Stop as stop:
             return stop.message
+        if config.guards:  # before the reference runs, as in the trials (trials.run_trials)
+            context.checkpoint("sweeping ModelNew",
+                               other_globals=_reassigned(problem_module, {**context.overrides, **configuration}))
         reference_output = call_reference(reference_model, inputs, device)
         outcome = check.compare(candidate_output, reference_output, config.tolerance_for)
         if not outcome.passed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kbench import flags
@@ -130,10 +130,12 @@ class Context:
     watch: object = None       # guards.Watch: settings and harness functions as they were before the import
     check: CheckResult | None = None  # the correctness trials so far (kept in the row of a later failure)
     sizes: str = ""            # the global overrides in use, described ("" = official sizes)
+    overrides: dict = field(default_factory=dict)  # those overrides (the reference's snapshot was taken under them)
     official: Outcome | None = None   # the verdict at the official sizes, once known (a sweep cannot undo it)
 
-    def checkpoint(self, when: str) -> None:
-        """Flag what the candidate changed so far (`when`: 'calling ModelNew', say); stop if that rejects it."""
+    def checkpoint(self, when: str, other_globals=()) -> None:
+        """Flag what the candidate changed so far (`when`: 'calling ModelNew', say); stop if that rejects it.
+        `other_globals`: problem globals set to other values than the snapshot's on purpose (a sweep's)."""
         with self.progress.spent("guard: checkpoints"):
-            self.findings.add(self.watch.findings(when))
+            self.findings.add(self.watch.findings(when, other_globals))
         self.findings.raise_if_rejected()

@@ -89,12 +89,15 @@ class ReferenceSnapshot:
         snapshot.baseline = first
         return snapshot
 
-    def changed(self) -> list[str]:
+    def changed(self, other_globals=()) -> list[str]:
         """Readable names of what differs from the snapshot (empty when nothing does). Call it under
-        the same global overrides as take() (a sweep's overrides read as changed globals)."""
+        the same global overrides as take(), but for the problem globals named in `other_globals` (a
+        sweep's configuration), which are left out."""
         now, baseline = self.capture(), self.baseline
+        skipped = {f"problem global {name}" for name in other_globals}
         differ = [key for key in baseline.keys() | now.keys()
-                  if baseline.get(key, reach.MISSING) != now.get(key, reach.MISSING) and key not in self.volatile]
+                  if baseline.get(key, reach.MISSING) != now.get(key, reach.MISSING) and key not in self.volatile
+                  and key.removesuffix(" tensor contents").removesuffix(" tensor") not in skipped]
         names = []
         for key in sorted(differ):
             before, after = baseline.get(key, reach.MISSING), now.get(key, reach.MISSING)

@@ -20,7 +20,7 @@ class CountingWatch:
         self.cost_s = cost_s
         self.times: list[float] = []
 
-    def findings(self, when: str) -> list:
+    def findings(self, when: str, other_globals=()) -> list:
         self.times.append(time.perf_counter())
         time.sleep(self.cost_s)
         return []
@@ -69,9 +69,9 @@ def test_the_watch_comes_between_the_candidates_call_and_the_references(tmp_path
     events: list = []
 
     class Watch(CountingWatch):
-        def findings(self, when: str) -> list:
+        def findings(self, when: str, other_globals=()) -> list:
             events.append("watch")
-            return super().findings(when)
+            return super().findings(when, other_globals)
 
     rounds = _rounds(tmp_path, Watch(cost_s=0.002))
     started = time.perf_counter()

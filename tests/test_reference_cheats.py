@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 import pytest
 
@@ -66,6 +67,13 @@ def test_slowing_the_reference_from_outside_it_is_caught_by_its_time(gpu_config)
     the reference's time moves too much with the machine's load to tell: kbench compares it on a GPU.)"""
     result = evaluate(CONVT, CHEATS / "slow_reference_thread.py", gpu_config)
     assert result.status == Status.REJECTED and SLOWED_REFERENCE in result.flags, result.message
+
+
+def test_a_change_that_hides_sweep_failures_is_tampering(config):
+    """Right at the official sizes, wrong at the sweep's, with the reference made to agree each time."""
+    result = evaluate(CONVT, CHEATS / "answer_through_reference_sweep.py", replace(config, sweep=4))
+    assert result.status == Status.REJECTED and REFERENCE_TAMPERING in result.flags, result.message
+    assert "while sweeping ModelNew: Model.forward" in result.message
 
 
 def test_a_memo_keyed_by_sampled_contents_gains_nothing(config):
