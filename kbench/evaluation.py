@@ -15,7 +15,7 @@ from kbench.job import Job, final_outcome, one_line
 from kbench.loading import build_candidate, build_reference, call_reference, input_maker, load_problem, load_solution
 from kbench.measure import measure, time_alone
 from kbench.param_sweep import run_sweep
-from kbench.problem import describe_overrides, overridden
+from kbench.problem import overridden
 from kbench.progress import Context, Findings, Progress, Stop
 from kbench.results import Outcome, Status, SweepResult, Timing
 from kbench.reference_guard import ReferenceSnapshot, slowed_reference_message
@@ -76,7 +76,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
     overrides = dict(job.overrides)
     if context.device.type == "cpu" and not config.full_size and not overrides:
         overrides = params.small_overrides(problem_module)
-    context.sizes, context.overrides = describe_overrides(overrides), overrides
+    context.overrides = overrides
     # Taken before the candidate is imported: what settings and harness functions must stay as they are.
     context.watch = guards.Watch(harness=not job.build_only)
     if job.build_only:

@@ -12,6 +12,7 @@ from kbench import flags
 from kbench.build import BuildRecord
 from kbench.config import RunConfig
 from kbench.job import ProgressRecord, SweepCounts
+from kbench.problem import describe_overrides
 from kbench.results import CheckResult, Outcome, Status
 
 
@@ -129,9 +130,13 @@ class Context:
     findings: Findings
     watch: object = None       # guards.Watch: settings and harness functions as they were before the import
     check: CheckResult | None = None  # the correctness trials so far (kept in the row of a later failure)
-    sizes: str = ""            # the global overrides in use, described ("" = official sizes)
-    overrides: dict = field(default_factory=dict)  # those overrides (the reference's snapshot was taken under them)
+    overrides: dict = field(default_factory=dict)  # global overrides in use (the reference's snapshot's too)
     official: Outcome | None = None   # the verdict at the official sizes, once known (a sweep cannot undo it)
+
+    @property
+    def sizes(self) -> str:
+        """The overrides, described ("" = official sizes)."""
+        return describe_overrides(self.overrides)
 
     def checkpoint(self, when: str, other_globals=()) -> None:
         """Flag what the candidate changed so far (`when`: 'calling ModelNew', say); stop if that rejects it.
