@@ -51,6 +51,12 @@ def main() -> int:
                 walls[guards_on].append(result.wall_s)
                 phases[guards_on].append(_phases(result))
                 statuses.add(f"{result.status}{'+' + ','.join(result.flags) if result.flags else ''}")
+                if result.reference_alone is not None and result.reference_timing is not None:
+                    clocks = result.clocks
+                    print(f"  reference alone {result.reference_alone.median_ms:.3g} ms, in the rounds "
+                          f"{result.reference_timing.median_ms:.3g} ms; SM MHz in the rounds "
+                          f"{clocks.sm_mhz_start if clocks else None}-{clocks.sm_mhz_end if clocks else None}",
+                          flush=True)
                 if result.status != "correct" or result.flags:
                     print(f"  {result.status}: {result.message}", flush=True)
         off, on = statistics.median(walls[False]), statistics.median(walls[True])

@@ -145,7 +145,16 @@ def test_a_memo_keyed_by_sampled_contents_gains_nothing_on_a_gpu(gpu_config):
     ("slow_reference.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
     ("slow_reference_global.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
     ("slow_reference_weights.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
+    ("answer_through_reference.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
+    ("answer_through_reference_timed.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
 ])
 def test_gpu_cheats_are_caught(gpu_config, solution, problem, status, flag):
     result = judged(gpu_config, CHEATS / solution, problem)
     assert result.status == status and flag in result.flags, result.message
+
+
+@pytest.mark.gpu
+def test_a_change_that_hides_sweep_failures_is_tampering_on_a_gpu(gpu_config):
+    result = evaluate(CONVT, CHEATS / "answer_through_reference_sweep.py", replace(gpu_config, sweep=4))
+    assert result.status == Status.REJECTED and REFERENCE_TAMPERING in result.flags, result.message
+    assert "while sweeping ModelNew: Model.forward" in result.message

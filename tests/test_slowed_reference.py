@@ -22,10 +22,19 @@ def test_the_issue_s_eightfold_slowdown_is_named():
     assert message and "8.0" in message and "17.7" in message and "141" in message
 
 
-@pytest.mark.parametrize("ratio, flagged", [(1.2, False), (1.25, False), (1.35, True), (2.0, True)])
+@pytest.mark.parametrize("ratio, flagged", [(1.3, False), (1.6, False), (1.9, False), (2.1, True), (3.0, True)])
 def test_a_tight_gpu_like_sample_is_flagged_from_the_minimum_ratio(ratio, flagged):
     rng = random.Random(1)
     assert (stats.slowdown(samples(rng, 10.0, 0.01, 10), samples(rng, 10.0 * ratio, 0.01, 40)) is not None) is flagged
+
+
+def test_a_reference_that_moved_to_a_slower_level_by_itself_is_not_slowed():
+    """Seen on an H100 (bench/reference_drift.py): the same cuDNN kernels at the same clock took 8.25 ms in
+    the alone stretch and 10.7 ms in the rounds of one process, and 12.5 ms in another; tight samples."""
+    rng = random.Random(4)
+    before = samples(rng, 8.25, 0.01, 4)
+    assert stats.slowdown(before, samples(rng, 10.7, 0.01, 30)) is None
+    assert stats.slowdown(before, samples(rng, 12.5, 0.01, 30)) is None
 
 
 def test_noisy_honest_samples_are_never_flagged():
