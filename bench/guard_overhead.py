@@ -1,10 +1,13 @@
 """Wall time of a kbench evaluation with guards on versus off, for correct solutions.
 
-    PYTHONPATH=$PWD python3 bench/guard_overhead.py [--repeats 3] [--sweep 8] [--csv out.csv]
+    PYTHONPATH=$PWD python3 bench/guard_overhead.py [--repeats 3] [--sweep 8] [--samples 10] [--only NAME]
+                                                    [--csv out.csv]
 
 Each evaluation is a real `kbench.runner.evaluate` in a fresh worker process (builds cached first),
 with the parameter sweep off (it is not a guard; `--sweep 8` times evaluations as `kbench eval` runs
-them). Prints the median wall time per setting and the overhead of the guards in percent, then where the
+them). `--samples N` fixes the timing loop at N rounds both ways: a reference whose own time moves between
+levels (bench/reference_drift.py) otherwise makes the loop run from 10 rounds to its whole budget, which
+says nothing of the guards. Prints the median wall time per setting and the overhead of the guards in percent, then where the
 time went: the worker's phases (median seconds, guards off and on) and the guards' own entries, and the
 samples the timing loop took per side.
 """
@@ -37,10 +40,15 @@ def main() -> int:
     parser.add_argument("--sweep", type=int, default=0,
                         help="parameter sweep per evaluation (0, the default, leaves it out: it is not a guard; "
                              "kbench eval's default is 8)")
+    parser.add_argument("--samples", type=int, default=0,
+                        help="timing rounds per evaluation, fixed (0, the default: as kbench runs, until precise)")
+    parser.add_argument("--only", default="", help="only the cases whose solution path contains this")
     args = parser.parse_args()
     config = RunConfig(device=args.device, sweep=args.sweep)
+    if args.samples:
+        config = replace(config, min_samples=args.samples, max_samples=args.samples)
     rows = []
-    for problem, solution in CASES:
+    for problem, solution in [case for case in CASES if args.only in case[1]]:
         evaluate(Path(problem), Path(solution), replace(config, time=False, trials=1), build_only=True)
         walls = {True: [], False: []}
         phases = {True: [], False: []}
