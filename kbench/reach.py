@@ -26,7 +26,9 @@ MAX_CHAIN = 3
 # Containers larger than this are compared by identity and length only.
 MAX_CONTAINER_ITEMS = 2000
 
-_SIMPLE = (int, float, complex, str, bytes, bool, type(None))
+_SIMPLE = frozenset({int, float, complex, str, bytes, bool, type(None)})
+# Values whose token reads inside them.
+READ_INSIDE = (types.FunctionType, staticmethod, classmethod, property, tuple, dict, list, set, frozenset)
 # Objects that cannot change in place in any way that matters here: compared by identity, decided first
 # (a snapshot fingerprints a thousand of torch.Tensor's methods, a dozen times per evaluation).
 _IDENTITY_ONLY = frozenset({type, types.ModuleType, types.BuiltinFunctionType, types.MethodDescriptorType,
@@ -158,6 +160,15 @@ def _closure_owners(function) -> list:
     return owners
 
 
+_NONE = ("=", "NoneType", "None")  # token(None)
+
+
+def identity_decides(value) -> bool:
+    """Whether token(value) stays equal for as long as the object is the same one (an immutable value, or one
+    compared by identity); a function's code, defaults and cells, or a container's items, can change in place."""
+    return not isinstance(value, READ_INSIDE)
+
+
 def token(value, depth: int = 0):
     """A fingerprint that compares equal while `value` is unchanged: equal immutable values, or the
     same object (containers one level deep by their items; functions by code, defaults and cells)."""
@@ -166,13 +177,15 @@ def token(value, depth: int = 0):
         return ("object", Same(value))
     if kind in _SIMPLE:
         return ("=", kind.__name__, repr(value))  # repr: NaN equals NaN, 1 differs from True
+    if kind is types.FunctionType:  # (no subclasses)
+        defaults, kwdefaults = value.__defaults__, value.__kwdefaults__
+        return ("function", Same(value), Same(value.__code__),
+                _NONE if defaults is None else token(defaults, depth + 1),
+                _NONE if kwdefaults is None else token(kwdefaults, depth + 1), _cells(value))
     if isinstance(value, tuple) and depth < 3:
         return ("tuple", kind.__name__) + tuple(token(item, depth + 1) for item in value)
     if kind.__module__ == "torch" and kind.__name__ in ("dtype", "device", "memory_format", "layout"):
         return ("=", kind.__name__, repr(value))
-    if isinstance(value, types.FunctionType):
-        return ("function", Same(value), Same(value.__code__), token(value.__defaults__, depth + 1),
-                token(value.__kwdefaults__, depth + 1), _cells(value))
     if isinstance(value, (staticmethod, classmethod, property)):
         return ("wrapper", Same(value), token(function_of(value), depth + 1))
     if isinstance(value, types.MethodType):
@@ -195,8 +208,10 @@ def _container_token(value, depth: int):
 
 
 def _cells(function) -> tuple:
+    if function.__closure__ is None:
+        return ()
     contents = []
-    for cell in function.__closure__ or ():
+    for cell in function.__closure__:
         try:
             contents.append(Same(cell.cell_contents))
         except ValueError:

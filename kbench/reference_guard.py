@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import operator
 import os
 import sys
 import types
@@ -82,8 +83,7 @@ class ReferenceSnapshot:
             snapshot.ops = _aten_ops(probe)
             first.update(_dispatcher_state(snapshot.ops))  # known only now; the reference's call does not change it
             second = snapshot.capture()
-            snapshot.volatile = {key for key in first.keys() | second.keys()
-                                 if first.get(key, reach.MISSING) != second.get(key, reach.MISSING)}
+            snapshot.volatile = set(snapshot._differences(first, second))
             first = second
         snapshot.volatile |= _running_statistics(reference_model)
         snapshot.baseline = first
@@ -93,19 +93,39 @@ class ReferenceSnapshot:
         """Readable names of what differs from the snapshot (empty when nothing does). Call it under
         the same global overrides as take(), but for the problem globals named in `other_globals` (a
         sweep's configuration), which are left out."""
-        now, baseline = self.capture(), self.baseline
         skipped = {f"problem global {name}" for name in other_globals}
-        differ = [key for key in baseline.keys() | now.keys()
-                  if baseline.get(key, reach.MISSING) != now.get(key, reach.MISSING) and key not in self.volatile
-                  and key.removesuffix(" tensor contents").removesuffix(" tensor") not in skipped]
         names = []
-        for key in sorted(differ):
-            before, after = baseline.get(key, reach.MISSING), now.get(key, reach.MISSING)
+        for key, (before, after) in sorted(self._differences(self.baseline, self.capture()).items()):
+            if key in self.volatile or key.removesuffix(" tensor contents").removesuffix(" tensor") in skipped:
+                continue
             added = before is reach.MISSING
             if not self._matters(key, added):
                 continue
             names.append(f"{key} (added)" if added else f"{key} (removed)" if after is reach.MISSING else key)
         return names
+
+    def _differences(self, before: dict, after: dict) -> dict[str, tuple]:
+        """key -> (token before, token after) for every key whose token differs (MISSING where a side has
+        none), a class's entries compared one by one only where the class as a whole differs."""
+        found = {}
+        for key in before.keys() | after.keys():
+            old, new = before.get(key, reach.MISSING), after.get(key, reach.MISSING)
+            if old == new:
+                continue
+            if isinstance(old, _ClassEntries) and isinstance(new, _ClassEntries):
+                old_entries, new_entries = self._entry_tokens(old), self._entry_tokens(new)
+                found.update({entry: (old_entries.get(entry, reach.MISSING), new_entries.get(entry, reach.MISSING))
+                              for entry in old_entries.keys() | new_entries.keys()
+                              if old_entries.get(entry, reach.MISSING) != new_entries.get(entry, reach.MISSING)})
+            else:
+                found[key] = (old, new)
+        return found
+
+    def _entry_tokens(self, entries: "_ClassEntries") -> dict[str, object]:
+        """The state's keys and tokens of a class's entries, one by one."""
+        keys = self._class_keys.setdefault(entries.cls, {})
+        return {keys.get(name) or self._class_key(entries.cls, name): token
+                for name, token in zip(entries.names, entries.tokens())}
 
     def _matters(self, key: str, added: bool) -> bool:
         """Whether a difference can change what the reference does when it runs. A torch class's
@@ -123,11 +143,8 @@ class ReferenceSnapshot:
     def capture(self) -> dict:
         state: dict = {}
         tensors: list[tuple[str, torch.Tensor]] = []
-        for cls in self.classes + [torch.Tensor, torch._C.TensorBase]:
-            keys = self._class_keys.setdefault(cls, {})
-            for name, value in list(vars(cls).items()):
-                key = keys.get(name) or self._class_key(cls, name)
-                state[key] = reach.token(value)
+        for index, cls in enumerate(self.classes + [torch.Tensor, torch._C.TensorBase]):
+            state[f"entries of class {index}"] = _ClassEntries(cls)
         for path, module in _module_tree(self.model):
             state[f"class of {path.rstrip('.') or 'the reference'}"] = reach.token(type(module))
             self._capture_namespace(state, tensors, vars(module), f"attribute {path}")
@@ -194,6 +211,37 @@ class ReferenceSnapshot:
             row_sums = rows.sum(1)
             total += rows.mul_(weights).sum() + (row_sums * (row_index * 2654435761 + 1)).sum()
         return total
+
+
+class _ClassEntries:
+    """A class's entries as one value of a snapshot: equal while the class holds the very same objects under
+    the same names and the tokens of those whose identity does not decide (functions, whose code can be
+    swapped; containers) are equal. A snapshot reads a thousand class entries, most of them torch.Tensor's
+    methods; so a comparison is a few tuple compares in C, and the entries are compared one by one (for
+    their names) only where a class differs. The values are held, so no other object takes their ids."""
+
+    __slots__ = ("cls", "names", "values", "deep")
+
+    def __init__(self, cls: type):
+        entries = vars(cls)
+        self.cls = cls
+        self.names = tuple(entries)
+        self.values = tuple(entries.values())
+        self.deep = tuple((index, reach.token(value)) for index, value in enumerate(self.values)
+                          if isinstance(value, reach.READ_INSIDE))  # not identity_decides(): a call apiece
+
+    def tokens(self) -> list:
+        """Each entry's token, as it was when this was taken (the others' identity decides theirs)."""
+        tokens = [reach.token(value) if reach.identity_decides(value) else None for value in self.values]
+        for index, deep_token in self.deep:
+            tokens[index] = deep_token
+        return tokens
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, _ClassEntries) and self.cls is other.cls and self.names == other.names
+                and all(map(operator.is_, self.values, other.values)) and self.deep == other.deep)
+
+    __hash__ = None
 
 
 def warm_up(device: str) -> None:

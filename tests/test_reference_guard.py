@@ -46,6 +46,27 @@ def get_init_inputs():
     return []
 '''
 
+# A class attribute the forward reads: a float, whose token its identity decides (no code inside).
+CLASS_ATTRIBUTE_PROBLEM = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    scale = 2.0
+
+    def forward(self, x):
+        return x * self.scale
+
+
+def get_inputs():
+    return [torch.rand(8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
 # A reference that changes its own state on every call: BatchNorm in training mode, and a counter.
 OWN_STATE_PROBLEM = '''
 import torch
@@ -53,6 +74,8 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
+    all_calls = 0
+
     def __init__(self):
         super().__init__()
         self.norm = nn.BatchNorm1d(4)
@@ -60,6 +83,7 @@ class Model(nn.Module):
 
     def forward(self, x):
         self.calls += 1
+        type(self).all_calls += 1
         return self.norm(x)
 
 
@@ -206,6 +230,16 @@ def test_a_mutable_global_changed_in_place_is_named(tmp_path):
     assert snapshot.changed() == ["problem global scales"]
 
 
+def test_a_changed_class_attribute_is_named(tmp_path):
+    """Entries that are not functions are compared by identity (a snapshot compares a class's entries as one
+    value); a new value under the same name counts."""
+    path = tmp_path / "class_attribute.py"
+    path.write_text(CLASS_ATTRIBUTE_PROBLEM)
+    snapshot, module, _, _ = snapshot_of(path)
+    module.Model.scale = 0.5
+    assert snapshot.changed() == ["Model.scale"]
+
+
 def test_state_the_reference_changes_itself_is_not_tampering(tmp_path):
     path = tmp_path / "own_state.py"
     path.write_text(OWN_STATE_PROBLEM)
@@ -213,11 +247,13 @@ def test_state_the_reference_changes_itself_is_not_tampering(tmp_path):
     for _ in range(3):
         model(*inputs)
     assert snapshot.changed() == []
+    module.Model.forward = lambda self, x: x  # another entry of the class whose counter moves is still watched
+    assert snapshot.changed() == ["Model.forward"]
     # Without a probe only the norm layer's running statistics are known to be the reference's own.
     module, model, inputs = built(path)
     snapshot = ReferenceSnapshot.take(module, model)
     model(*inputs)
-    assert snapshot.changed() == ["attribute calls"]
+    assert snapshot.changed() == ["Model.all_calls", "attribute calls"]
     model.norm.weight.data.add_(1.0)  # a parameter of that layer is still watched
     assert "parameter norm.weight contents" in snapshot.changed()
 
