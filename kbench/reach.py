@@ -27,7 +27,9 @@ MAX_CHAIN = 3
 MAX_CONTAINER_ITEMS = 2000
 
 _SIMPLE = frozenset({int, float, complex, str, bytes, bool, type(None)})
-# Values whose token reads inside them.
+_NONE = ("=", "NoneType", "None")  # token(None)
+# Values whose token reads inside them (a function's code, defaults and cells; a container's items): it can
+# change while the object stays the same one. Every other value's token is decided by which object it is.
 READ_INSIDE = (types.FunctionType, staticmethod, classmethod, property, tuple, dict, list, set, frozenset)
 # Objects that cannot change in place in any way that matters here: compared by identity, decided first
 # (a snapshot fingerprints a thousand of torch.Tensor's methods, a dozen times per evaluation).
@@ -158,15 +160,6 @@ def _closure_owners(function) -> list:
         if isinstance(value, (types.ModuleType, type)):
             owners.append(value)
     return owners
-
-
-_NONE = ("=", "NoneType", "None")  # token(None)
-
-
-def identity_decides(value) -> bool:
-    """Whether token(value) stays equal for as long as the object is the same one (an immutable value, or one
-    compared by identity); a function's code, defaults and cells, or a container's items, can change in place."""
-    return not isinstance(value, READ_INSIDE)
 
 
 def token(value, depth: int = 0):

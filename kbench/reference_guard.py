@@ -163,7 +163,7 @@ class ReferenceSnapshot:
         return state
 
     def _class_key(self, cls: type, name: str) -> str:
-        """The state's key for a class entry, made once per entry (a capture reads a thousand of them)."""
+        """The state's key for a class entry, made once per entry."""
         key = self._class_keys[cls][name] = f"{reach.describe(cls, self.problem.__name__)}.{name}"
         self.names[key] = ("problem class" if cls.__module__ == self.problem.__name__ else "torch class", name)
         return key
@@ -228,11 +228,11 @@ class _ClassEntries:
         self.names = tuple(entries)
         self.values = tuple(entries.values())
         self.deep = tuple((index, reach.token(value)) for index, value in enumerate(self.values)
-                          if isinstance(value, reach.READ_INSIDE))  # not identity_decides(): a call apiece
+                          if isinstance(value, reach.READ_INSIDE))
 
     def tokens(self) -> list:
-        """Each entry's token, as it was when this was taken (the others' identity decides theirs)."""
-        tokens = [reach.token(value) if reach.identity_decides(value) else None for value in self.values]
+        """Each entry's token as it was when this was taken (the other entries' objects decide theirs)."""
+        tokens = [None if isinstance(value, reach.READ_INSIDE) else reach.token(value) for value in self.values]
         for index, deep_token in self.deep:
             tokens[index] = deep_token
         return tokens
