@@ -75,7 +75,7 @@ def _one(path: str, mode: str) -> int:
     snapshot = guard.ReferenceSnapshot.take(problem, model, probe=call)
     _span("capture", snapshot.capture, 10)
     _span("changed (a checkpoint's comparison)", snapshot.changed, 10)
-    _span("contents (checksums)", lambda: snapshot._contents(list(model.parameters())), 10)
+    _span("contents (checksums)", lambda: snapshot.checksum.contents(list(model.parameters())), 10)
     _span("dispatcher state", lambda: guard._dispatcher_state(snapshot.ops), 10)
     watch = guards.Watch()
     watch.reference = snapshot

@@ -25,6 +25,7 @@ from typing import Callable
 import torch
 
 from kbench import reach, stats
+from kbench.checksum import TensorChecksum
 
 
 # Dispatcher entries that run for plain dense tensors outside autocast and tracing; the others
@@ -32,13 +33,6 @@ from kbench import reach, stats
 _RUNTIME_KEYS = {"CPU", "CUDA", "BackendSelect", "ADInplaceOrView", "AutogradCPU", "AutogradCUDA", "AutogradOther",
                  "Autograd[alias]", "CompositeImplicitAutograd[alias]", "CompositeExplicitAutograd[alias]",
                  "CompositeExplicitAutogradNonFunctional[alias]"}
-# Checksums multiply each element's bits by a random weight per column of a row of this width.
-_WIDTH = 1021
-# Rows per checksum step: bounds the temporary memory; on a CPU, small enough to stay in cache (a tenth of
-# the time of steps of 4M elements), on a GPU large enough for few launches.
-_CHUNK_ROWS_CPU = 256
-_CHUNK_ROWS_GPU = 4096
-_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 _RUNNING_STATS = ("running_mean", "running_var", "num_batches_tracked")
 # Special methods that build, copy or show an object but do not run when it is called.
 _CONSTRUCTION = {"__init__", "__new__", "__setstate__", "__getstate__", "__reduce__", "__reduce_ex__",
@@ -68,9 +62,7 @@ class ReferenceSnapshot:
         self.ops: list[str] = []
         self.volatile: set[str] = set()
         self.baseline: dict = {}
-        generator = torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
-        self._weights_cpu = torch.randint(1, 1 << 31, (_WIDTH,), generator=generator, dtype=torch.int64)
-        self._weights: dict = {}
+        self.checksum = TensorChecksum()
 
     @classmethod
     def take(cls, problem_module, reference_model, probe: Callable[[], object] | None = None) -> "ReferenceSnapshot":
@@ -108,15 +100,9 @@ class ReferenceSnapshot:
         """key -> (token before, token after) for every key whose token differs (MISSING where a side has
         none), a class's entries compared one by one only where the class as a whole differs."""
         found = {}
-        for key in before.keys() | after.keys():
-            old, new = before.get(key, reach.MISSING), after.get(key, reach.MISSING)
-            if old == new:
-                continue
+        for key, (old, new) in _unequal(before, after).items():
             if isinstance(old, _ClassEntries) and isinstance(new, _ClassEntries):
-                old_entries, new_entries = self._entry_tokens(old), self._entry_tokens(new)
-                found.update({entry: (old_entries.get(entry, reach.MISSING), new_entries.get(entry, reach.MISSING))
-                              for entry in old_entries.keys() | new_entries.keys()
-                              if old_entries.get(entry, reach.MISSING) != new_entries.get(entry, reach.MISSING)})
+                found.update(_unequal(self._entry_tokens(old), self._entry_tokens(new)))
             else:
                 found[key] = (old, new)
         return found
@@ -157,7 +143,7 @@ class ReferenceSnapshot:
             state[key] = reach.token(reach.lookup(owner, name))
         state.update(_process_settings())
         state.update(_dispatcher_state(self.ops))
-        for (key, tensor), contents in zip(tensors, self._contents([tensor for _, tensor in tensors])):
+        for (key, tensor), contents in zip(tensors, self.checksum.contents([tensor for _, tensor in tensors])):
             state[key] = _tensor_token(tensor)
             state[f"{key} contents"] = contents
         return state
@@ -174,43 +160,6 @@ class ReferenceSnapshot:
             self.names[f"{prefix}{name}"] = ("namespace", name)
             if isinstance(value, torch.Tensor):
                 tensors.append((f"{prefix}{name} tensor", value))
-
-    def _contents(self, tensors: list[torch.Tensor]) -> list[tuple]:
-        """(version counter, checksum) per tensor; one synchronisation per device for the checksums."""
-        sums = [self._checksum(tensor) for tensor in tensors]
-        by_device: dict = {}
-        for index, value in enumerate(sums):
-            if value is not None:
-                by_device.setdefault(value.device, []).append(index)
-        resolved: list = [None] * len(tensors)
-        for indices in by_device.values():
-            for index, number in zip(indices, torch.stack([sums[i] for i in indices]).tolist()):
-                resolved[index] = number
-        return [(_version(tensor), number) for tensor, number in zip(tensors, resolved)]
-
-    def _checksum(self, tensor: torch.Tensor):
-        """A 0-d int64 tensor that changes when any bit of the tensor does (swaps included):
-        sum of bits times random column weights plus row sums times row weights, modulo 2**64."""
-        if tensor.layout != torch.strided or tensor.is_meta or tensor.is_quantized:
-            return None
-        flat = tensor.detach().reshape(-1)
-        if flat.is_complex():
-            flat = torch.view_as_real(flat).reshape(-1)
-        if flat.dtype == torch.bool:
-            flat = flat.view(torch.uint8)
-        bits = flat.contiguous().view(_BITS[flat.element_size()])
-        weights = self._weights.setdefault(bits.device, self._weights_cpu.to(bits.device))
-        total = torch.zeros((), dtype=torch.int64, device=bits.device)
-        step = (_CHUNK_ROWS_CPU if bits.device.type == "cpu" else _CHUNK_ROWS_GPU) * _WIDTH
-        for start in range(0, bits.numel(), step):
-            # A copy even of int64 bits: the products are taken in place.
-            chunk = bits[start:start + step].to(torch.int64, copy=True)
-            pad = (-chunk.numel()) % _WIDTH  # only the last step's
-            rows = (torch.nn.functional.pad(chunk, (0, pad)) if pad else chunk).view(-1, _WIDTH)
-            row_index = torch.arange(rows.shape[0], device=rows.device, dtype=torch.int64) + start // _WIDTH
-            row_sums = rows.sum(1)
-            total += rows.mul_(weights).sum() + (row_sums * (row_index * 2654435761 + 1)).sum()
-        return total
 
 
 class _ClassEntries:
@@ -242,6 +191,13 @@ class _ClassEntries:
                 and all(map(operator.is_, self.values, other.values)) and self.deep == other.deep)
 
     __hash__ = None
+
+
+def _unequal(before: dict, after: dict) -> dict[str, tuple]:
+    """key -> (value before, value after) for the keys whose values differ (MISSING where a side has none)."""
+    pairs = {key: (before.get(key, reach.MISSING), after.get(key, reach.MISSING))
+             for key in before.keys() | after.keys()}
+    return {key: pair for key, pair in pairs.items() if pair[0] != pair[1]}
 
 
 def warm_up(device: str) -> None:
@@ -289,13 +245,6 @@ def _tensor_token(tensor: torch.Tensor) -> tuple:
         storage = None
     return (reach.Same(tensor), storage, tuple(tensor.shape), str(tensor.dtype), str(tensor.device),
             tensor.requires_grad, type(tensor).__name__)
-
-
-def _version(tensor: torch.Tensor):
-    try:
-        return tensor._version
-    except Exception:  # inference tensors have no version counter
-        return None
 
 
 def _running_statistics(model: torch.nn.Module) -> set[str]:
