@@ -18,7 +18,6 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 ROUNDS_S = 3.0
 
@@ -114,5 +113,4 @@ def _stretch(samples, start_s: float, end_s: float) -> float:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.exit(main())

@@ -201,10 +201,8 @@ def _container_token(value, depth: int):
 
 
 def _cells(function) -> tuple:
-    if function.__closure__ is None:
-        return ()
     contents = []
-    for cell in function.__closure__:
+    for cell in function.__closure__ or ():
         try:
             contents.append(Same(cell.cell_contents))
         except ValueError:
