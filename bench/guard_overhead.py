@@ -60,9 +60,10 @@ def main() -> int:
                 phases[guards_on].append(_phases(result))
                 statuses.add(f"{result.status}{'+' + ','.join(result.flags) if result.flags else ''}")
                 if result.reference_alone is not None and result.reference_timing is not None:
-                    clocks = result.clocks
-                    print(f"  reference alone {result.reference_alone.median_ms:.3g} ms, in the rounds "
-                          f"{result.reference_timing.median_ms:.3g} ms; SM MHz in the rounds "
+                    clocks, alone, during = result.clocks, result.reference_alone, result.reference_timing
+                    print(f"  reference alone {alone.median_ms:.3g} ms, in the rounds {during.median_ms:.3g} ms; "
+                          f"other threads' CPU per call {_ms(alone.others_cpu_median_ms)} and "
+                          f"{_ms(during.others_cpu_median_ms)}; SM MHz in the rounds "
                           f"{clocks.sm_mhz_start if clocks else None}-{clocks.sm_mhz_end if clocks else None}",
                           flush=True)
                 if result.status != "correct" or result.flags:
@@ -82,6 +83,10 @@ def main() -> int:
             writer.writeheader()
             writer.writerows(rows)
     return 0
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:.3g} ms"
 
 
 def _phases(result) -> dict[str, float]:

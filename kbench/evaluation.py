@@ -13,12 +13,12 @@ import torch
 from kbench import flags, guards, params
 from kbench.job import Job, final_outcome, one_line
 from kbench.loading import build_candidate, build_reference, call_reference, input_maker, load_problem, load_solution
-from kbench.measure import measure, time_alone
+from kbench.measure import measure, slowed_reference_message, time_alone
 from kbench.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.progress import Context, Findings, Progress, Stop
 from kbench.results import Outcome, Status, SweepResult, Timing
-from kbench.reference_guard import ReferenceSnapshot, slowed_reference_message
+from kbench.reference_guard import ReferenceSnapshot
 from kbench.trials import note_library_only, note_reference_ops, run_trials
 
 # Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
@@ -135,10 +135,10 @@ def _reference_first(problem_module, context: Context) -> _Reference:
     return _Reference(model, init_inputs, make_inputs, alone, ops)
 
 
-def _note_slowed_reference(alone_ms, during_ms, context: Context) -> None:
-    """Rejecting flag when the reference ran slower beside the candidate than alone before it was imported
-    (a thread of the candidate's, or a change the snapshot cannot see)."""
-    message = slowed_reference_message(list(alone_ms), list(during_ms))
+def _note_slowed_reference(alone: Timing, during: Timing, context: Context) -> None:
+    """Rejecting flag when the reference ran slower beside the candidate than alone before it was imported, or
+    other threads worked while it ran (a thread of the candidate's, or a change the snapshot cannot see)."""
+    message = slowed_reference_message(alone, during)
     if message:
         context.findings.flag(flags.SLOWED_REFERENCE, message)
         context.findings.raise_if_rejected()
@@ -166,7 +166,7 @@ def _official_verdict(solution_module, reference: _Reference, context: Context) 
         if config.time else None
     context.checkpoint("timing ModelNew")
     if timed and reference.alone:
-        _note_slowed_reference(reference.alone.samples_ms, timed.reference_timing.samples_ms, context)
+        _note_slowed_reference(reference.alone, timed.reference_timing, context)
     if config.guards and device.type == "cuda":
         with progress.spent("guard: kernel attribution"):
             note_library_only(candidate_model, reference.make_inputs(config.seed), context)

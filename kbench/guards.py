@@ -12,6 +12,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kbench import flags, policy
+from kbench.own_code import OwnCode
 from kbench.reference_guard import tampering_message
 
 
@@ -44,9 +45,10 @@ def inputs_mutated(pristine: list, used: list) -> bool:
 
 # --- harness integrity -------------------------------------------------------------------------
 
-# Functions the worker's timing and checking rely on; a candidate replacing any of them is tampering.
+# torch and time functions the worker's timing and checking rely on; a candidate replacing any of them is
+# tampering. (kbench's own code and the builtins are watched whole: own_code.py.)
 WATCHED_FUNCTIONS = (
-    "time.perf_counter", "time.monotonic", "time.time",
+    "time.perf_counter", "time.monotonic", "time.time", "time.process_time", "time.thread_time",
     "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
     "torch.cuda.Event.synchronize", "torch.cuda.current_stream", "torch.cuda.Stream.synchronize",
     "torch.allclose", "torch.isclose", "torch.equal", "torch.isfinite", "torch.isnan", "torch.where", "torch.abs",
@@ -55,15 +57,8 @@ WATCHED_FUNCTIONS = (
     "torch.Tensor.__sub__", "torch.Tensor.__eq__", "torch.Tensor.__ne__", "torch.Tensor.__gt__", "torch.Tensor.abs",
     "torch.Tensor.max", "torch.Tensor.any", "torch.Tensor.sum", "torch.Tensor.to", "torch.Tensor.clone",
     "torch.Tensor.copy_", "torch.Tensor.fill_", "torch.Tensor.item", "torch.Tensor.__bool__", "torch.Tensor.__float__",
-    "torch.nn.Module.__call__", "torch.nn.Module._call_impl",
-    "kbench.check.compare", "kbench.check._compare_tensor", "kbench.timing.sample_interleaved",
-    "kbench.timing.CudaEventTimer.measure", "kbench.timing.HostTimer.measure", "kbench.policy.snapshot_settings",
-    "kbench.guards.inputs_mutated", "kbench.timing.capture_graph", "torch.cuda.CUDAGraph.replay",
+    "torch.nn.Module.__call__", "torch.nn.Module._call_impl", "torch.cuda.CUDAGraph.replay",
     "torch.cuda.graph.__enter__", "torch.cuda.clock_rate",
-    "kbench.timing.PersistingL2.release", "kbench.reference_guard.ReferenceSnapshot.changed",
-    "kbench.reference_guard.ReferenceSnapshot.capture", "kbench.kernels.library_only_message", "kbench.stats.slowdown",
-    "kbench.check.chunks", "kbench.truth.float64_truth", "kbench.fresh.FreshRounds.new_round",
-    "kbench.fresh.FreshRounds.candidate_done", "kbench.fresh.FreshRounds.reference_done",
 )
 
 
@@ -84,14 +79,17 @@ def _resolve(dotted: str):
 
 
 class HarnessSnapshot:
-    """Identities of the functions the worker relies on, taken before the candidate is imported."""
+    """What the worker relies on, taken before the candidate is imported: the identities of WATCHED_FUNCTIONS,
+    and kbench's own code and the builtins (own_code.OwnCode)."""
 
     def __init__(self):
         prime_dispatch()
         self.objects = {name: _resolve(name) for name in WATCHED_FUNCTIONS}
+        self.own_code = OwnCode()
 
     def changed(self) -> list[str]:
-        return [name for name, original in self.objects.items() if _resolve(name) is not original]
+        return [name for name, original in self.objects.items() if _resolve(name) is not original] + \
+            self.own_code.changed()
 
 
 class Watch:

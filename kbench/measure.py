@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kbench import flags, guards, timing
+from kbench import flags, guards, stats, timing
 from kbench.fresh import FreshRounds
 from kbench.job import one_line
 from kbench.progress import Context, Stop
@@ -75,7 +75,7 @@ def time_alone(reference_model, make_inputs, context: Context) -> Timing:
         samples, = timing.sample_interleaved([side], timer, rule)
     except Exception as error:
         raise Stop(Status.REFERENCE_ERROR, f"reference failed while timed alone: {one_line(error)}")
-    return Timing(tuple(samples.ms), timer.name)
+    return Timing(tuple(samples.ms), timer.name, tuple(samples.others_cpu_ms))
 
 
 def _sample(sides: dict, timer, rounds: FreshRounds, context: Context) -> tuple[dict, ClockRecord | None]:
@@ -99,9 +99,30 @@ def _record(samples: dict, clocks: ClockRecord | None, timer_name: str, context:
     throttled = guards.throttle_message(clocks)
     if throttled:
         context.findings.flag(flags.THROTTLED, throttled)
-    reference = Timing(tuple(samples.pop("reference").ms), timer_name)
+    reference_samples = samples.pop("reference")
+    reference = Timing(tuple(reference_samples.ms), timer_name, tuple(reference_samples.others_cpu_ms))
     candidate = Timing(tuple(samples.pop("candidate").ms), timer_name)
     baselines = {name: Timing(tuple(side_samples.ms), timer_name) for name, side_samples in samples.items()}
     if "default" in context.config.baselines and default_is_reference(context):
         baselines["default"] = reference
     return TimingRecord(reference, candidate, tuple(baselines.items()), clocks)
+
+
+def slowed_reference_message(alone: Timing, during: Timing) -> str | None:
+    """Why the reference timed beside the candidate (`during`) looks slowed from outside it, next to its time
+    alone before the candidate was imported; None when it does not. Its median time grew beyond what noise and
+    its own levels allow (stats.slowdown), or other threads of the process used CPU while it ran that they
+    did not use before (stats.busy_others): a thread of the candidate's."""
+    reasons = []
+    ratio = stats.slowdown(alone.samples_ms, during.samples_ms)
+    if ratio is not None:
+        reasons.append(f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "
+                       f"{stats.median(during.samples_ms):.3g} ms against {stats.median(alone.samples_ms):.3g} ms "
+                       f"before it was imported)")
+    extra = stats.busy_others(alone.samples_ms, alone.others_cpu_ms, during.others_cpu_ms)
+    if extra is not None:
+        reasons.append(f"other threads of the process used {extra:.3g} ms more CPU per call of the reference "
+                       f"once the candidate was loaded (median {during.others_cpu_median_ms:.3g} ms against "
+                       f"{alone.others_cpu_median_ms:.3g} ms before it was imported, for a "
+                       f"{stats.median(alone.samples_ms):.3g} ms call)")
+    return "; ".join(reasons) or None

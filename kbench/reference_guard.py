@@ -24,7 +24,7 @@ from typing import Callable
 
 import torch
 
-from kbench import reach, stats
+from kbench import reach
 from kbench.checksum import TensorChecksum
 
 
@@ -332,13 +332,3 @@ def tampering_message(changes: list[str], when: str, limit: int = 8) -> str:
     """The flag's message: what changed, a few names at most."""
     shown = ", ".join(changes[:limit]) + (f" and {len(changes) - limit} more" if len(changes) > limit else "")
     return f"changed the reference while {when}: {shown}"
-
-
-def slowed_reference_message(before_ms: list[float], during_ms: list[float]) -> str | None:
-    """Why the reference timed while the candidate was loaded is slower than before it was imported
-    beyond what noise allows (the rule is stats.slowdown's); None when it is not."""
-    ratio = stats.slowdown(before_ms, during_ms)
-    if ratio is None:
-        return None
-    return (f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "
-            f"{stats.median(during_ms):.3g} ms against {stats.median(before_ms):.3g} ms before it was imported)")

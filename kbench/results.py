@@ -63,6 +63,11 @@ class SweepResult:
 class Timing:
     samples_ms: tuple[float, ...]       # raw samples, in the order taken
     timer: str                          # "cuda-events", "cuda-graph" (replays timed by events) or "host-clock"
+    others_cpu_ms: tuple[float, ...] = ()  # per sample: CPU ms the worker's other threads used during the call
+
+    @property
+    def others_cpu_median_ms(self) -> float | None:
+        return stats.median(self.others_cpu_ms) if self.others_cpu_ms else None
 
     @property
     def median_ms(self) -> float:
@@ -244,7 +249,10 @@ class Result:
                             f"{prefix}_iqr_ms": timing.iqr_ms if timing else None,
                             f"{prefix}_samples": timing.count if timing else None})
         columns["speedup"] = self.speedup
-        columns["ref_alone_median_ms"] = self.reference_alone.median_ms if self.reference_alone else None
+        alone, during = self.reference_alone, self.reference_timing
+        columns["ref_alone_median_ms"] = alone.median_ms if alone else None
+        columns["ref_alone_others_cpu_ms"] = alone.others_cpu_median_ms if alone else None
+        columns["ref_others_cpu_ms"] = during.others_cpu_median_ms if alone and during else None
         for name in ("default", "compile"):
             columns.update({f"{name}_median_ms": self.baseline_median_ms(name),
                             f"speedup_{name}": self.baseline_speedup(name)})
@@ -263,7 +271,8 @@ def _shallow(record) -> dict:
 
 
 def _timing(data: dict) -> Timing:
-    return Timing(samples_ms=tuple(data["samples_ms"]), timer=data["timer"])
+    return Timing(samples_ms=tuple(data["samples_ms"]), timer=data["timer"],
+                  others_cpu_ms=tuple(data.get("others_cpu_ms") or ()))
 
 
 def _decoded(cls, data: dict) -> dict:

@@ -106,7 +106,8 @@ class GraphSides:
         flush = samples.pop("flush")
         flush_ms = stats.median(flush.ms) / self.repeats["flush"]
         return {name: timing.Samples(ms=[(ms - (self.repeats[name] - 1) * flush_ms) / self.repeats[name]
-                                         for ms in side_samples.ms], wall_ms=side_samples.wall_ms)
+                                         for ms in side_samples.ms], wall_ms=side_samples.wall_ms,
+                                     others_cpu_ms=[ms / self.repeats[name] for ms in side_samples.others_cpu_ms])
                 for name, side_samples in samples.items()}
 
 

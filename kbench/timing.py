@@ -290,6 +290,7 @@ def nvml_clock_reader(device) -> Callable[[], ClockReading]:
 class Samples:
     ms: list[float] = field(default_factory=list)        # timed milliseconds per call
     wall_ms: list[float] = field(default_factory=list)   # wall milliseconds until the device was idle
+    others_cpu_ms: list[float] = field(default_factory=list)  # CPU ms the process's other threads used meanwhile
 
 
 def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
@@ -314,9 +315,10 @@ def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
     while not rule.done([side_samples.ms for side_samples in samples], clock() - started):
         before_round()
         for side, side_samples in zip(sides, samples):
-            timed_ms, wall_ms = _measure(side, timer)
+            timed_ms, wall_ms, others_cpu_ms = _measure(side, timer)
             side_samples.ms.append(timed_ms)
             side_samples.wall_ms.append(wall_ms)
+            side_samples.others_cpu_ms.append(others_cpu_ms)
         if clock_log:
             clock_log.record()
     if clock_log:
@@ -324,8 +326,17 @@ def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
     return samples
 
 
-def _measure(side: Side, timer: Timer) -> tuple[float, float]:
+def _measure(side: Side, timer: Timer) -> tuple[float, float, float]:
+    """(timed ms, wall ms, CPU ms the process's threads other than this one used during the timed call)."""
     side.prepare()
+    others_before = others_cpu_s()
     timed_ms, wall_ms, output = timer.measure(side.call)
+    others_cpu_ms = (others_cpu_s() - others_before) * 1e3
     side.inspect(output)
-    return timed_ms, wall_ms
+    return timed_ms, wall_ms, others_cpu_ms
+
+
+def others_cpu_s() -> float:
+    """CPU seconds used so far by this process's threads other than the calling one. A thread that slows the
+    reference by holding the GIL (or by any work of its own) uses CPU while the reference is timed."""
+    return time.process_time() - time.thread_time()

@@ -35,6 +35,7 @@ def judged(config, solution: str, problem):
     ("default_dtype.py", AXPY, flags.CHANGED_SETTINGS),
     ("patch_sync.py", AXPY, flags.HARNESS_TAMPERING),
     ("patch_compare.py", AXPY, flags.HARNESS_TAMPERING),
+    ("patch_kbench.py", AXPY, flags.HARNESS_TAMPERING),
     ("lazy_subclass.py", AXPY, flags.NON_PLAIN_OUTPUT),
     ("input_scribble.py", AXPY, flags.MUTATED_INPUTS),
 ])
@@ -43,6 +44,8 @@ def test_cheat_is_rejected_with_its_flag(cpu_config, solution, problem, flag):
     assert result.status == Status.REJECTED, (result.status, result.message)
     assert flag in result.flags
     assert result.message  # says what was caught
+    if solution == "patch_kbench.py":
+        assert "kbench.timing._measure" in result.message, result.message
 
 
 @pytest.mark.parametrize("solution, problem, flag", [

@@ -17,6 +17,7 @@ from conftest import FIXTURES, PROBLEMS, judged
 
 CHEATS = FIXTURES / "cheats"
 CONVT = CHEATS / "problems" / "convt1d_small.py"
+CONVT_LARGE = CHEATS / "problems" / "convt1d_large.py"
 PREFIX_SUM = CHEATS / "problems" / "prefix_sum.py"
 ROW_SUM = CHEATS / "problems" / "row_sum.py"
 CHAIN = CHEATS / "problems" / "elementwise_chain.py"
@@ -39,7 +40,8 @@ def test_behaving_differently_while_timed_is_stale_output(config):
     assert result.status == Status.REJECTED and "stale_output" in result.flags, result.message
 
 
-@pytest.mark.parametrize("solution, problem", [("honest_weight_cache.py", CONVT), ("honest_fast.py", PREFIX_SUM)])
+@pytest.mark.parametrize("solution, problem", [("honest_weight_cache.py", CONVT), ("honest_fast.py", PREFIX_SUM),
+                                               ("honest_helper_thread.py", CONVT)])
 def test_honest_look_alikes_stay_clean(config, solution, problem):
     result = evaluate(problem, CHEATS / solution, config)
     assert result.status == Status.CORRECT, result.message
@@ -67,6 +69,23 @@ def test_slowing_the_reference_from_outside_it_is_caught_by_its_time(gpu_config)
     the reference's time moves too much with the machine's load to tell: kbench compares it on a GPU.)"""
     result = evaluate(CONVT, CHEATS / "slow_reference_thread.py", gpu_config)
     assert result.status == Status.REJECTED and SLOWED_REFERENCE in result.flags, result.message
+
+
+@pytest.mark.gpu
+def test_a_thread_that_slows_a_gpu_bound_reference_by_less_than_twice_is_caught(gpu_config):
+    """On an 18 ms reference of one kernel, the same spinning thread delays its launch by a few milliseconds,
+    far under the 2x the time's own rule needs; the CPU the thread uses while the reference runs names it."""
+    result = evaluate(CONVT_LARGE, CHEATS / "slow_reference_thread.py", gpu_config)
+    assert result.status == Status.REJECTED and SLOWED_REFERENCE in result.flags, result.message
+    assert "other threads of the process used" in result.message, result.message
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem", [CONVT, CONVT_LARGE])
+def test_a_helper_thread_that_works_inside_the_candidate_s_calls_only_is_no_slowed_reference(gpu_config, problem):
+    result = evaluate(problem, CHEATS / "honest_helper_thread.py", gpu_config)
+    assert result.status == Status.CORRECT and SLOWED_REFERENCE not in result.flags, result.message
+    assert result.reference_alone and result.reference_alone.others_cpu_ms, "the alone timing records other threads"
 
 
 def test_a_change_that_hides_sweep_failures_is_tampering(config):

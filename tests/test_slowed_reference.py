@@ -1,13 +1,21 @@
-"""The slowed-reference rule (stats.slowdown): a real slowdown is named, noise is not."""
+"""The slowed-reference rules: a real slowdown is named, noise is not (stats.slowdown); other threads that work
+while the reference runs, and did not before the candidate was imported, are named (stats.busy_others)."""
 
 from __future__ import annotations
 
 import random
+import threading
+import time
 
 import pytest
 
-from kbench import stats
-from kbench.reference_guard import slowed_reference_message
+from kbench import stats, timing
+from kbench.measure import slowed_reference_message
+from kbench.results import Timing
+
+
+def timed(samples_ms: list[float], others_cpu_ms: list[float] | None = None) -> Timing:
+    return Timing(tuple(samples_ms), "cuda-events", tuple(others_cpu_ms or [0.0] * len(samples_ms)))
 
 
 def samples(rng: random.Random, median: float, spread: float, count: int, outliers: int = 0) -> list[float]:
@@ -18,8 +26,9 @@ def samples(rng: random.Random, median: float, spread: float, count: int, outlie
 
 def test_the_issue_s_eightfold_slowdown_is_named():
     rng = random.Random(0)
-    message = slowed_reference_message(samples(rng, 17.7, 0.01, 8), samples(rng, 141.0, 0.01, 30))
+    message = slowed_reference_message(timed(samples(rng, 17.7, 0.01, 8)), timed(samples(rng, 141.0, 0.01, 30)))
     assert message and "8.0" in message and "17.7" in message and "141" in message
+    assert "threads" not in message
 
 
 @pytest.mark.parametrize("ratio, flagged", [(1.3, False), (1.6, False), (1.9, False), (2.1, True), (3.0, True)])
@@ -59,7 +68,7 @@ def test_too_few_samples_or_a_faster_reference_say_nothing():
     assert stats.slowdown([1.0, 1.0, 1.0], [8.0, 8.0]) is None
     assert stats.slowdown([8.0, 8.1, 7.9], [1.0, 1.1, 0.9]) is None
     assert stats.slowdown([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]) is None
-    assert slowed_reference_message([1.0] * 5, [1.02] * 5) is None
+    assert slowed_reference_message(timed([1.0] * 5), timed([1.02] * 5)) is None
 
 
 def test_a_slowdown_on_some_calls_only_needs_the_median_to_move():
@@ -78,3 +87,58 @@ def test_a_launch_bound_reference_slowed_by_the_loop_itself_is_not_a_slowdown():
     before = samples(rng, 0.06, 0.01, 10)
     assert stats.slowdown(before, samples(rng, 0.175, 0.01, 40)) is None
     assert stats.slowdown(before, samples(rng, 10.7, 0.01, 40)) is not None
+
+
+def test_the_cpu_other_threads_use_during_a_timed_call_is_recorded():
+    """A real thread that spins while the timed call waits (as a thread holding the GIL would while the reference
+    runs) shows in the call's sample, and in no sample while it is not running."""
+    spinning, stop = threading.Event(), threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            if spinning.is_set():
+                sum(range(10000))
+            else:
+                time.sleep(0.001)
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    rule = timing.StopRule(warmup=0, min_samples=3, max_samples=3, target_rse=1.0, budget_s=10.0)
+    try:
+        quiet, = timing.sample_interleaved([timing.Side(lambda: time.sleep(0.05))], timing.HostTimer(), rule)
+        spinning.set()
+        busy, = timing.sample_interleaved([timing.Side(lambda: time.sleep(0.05))], timing.HostTimer(), rule)
+    finally:
+        stop.set()
+        thread.join()
+    assert len(busy.others_cpu_ms) == 3 and max(quiet.others_cpu_ms) < 10.0, quiet.others_cpu_ms
+    assert min(busy.others_cpu_ms) > 25.0, busy.others_cpu_ms  # the spinner had 50 ms with the GIL free
+
+
+def test_threads_that_work_while_the_reference_runs_are_named_below_the_time_ratio():
+    """A spinning thread that slows a 17.7 ms reference by 1.3x (under SLOWDOWN_MIN_RATIO) uses about as much
+    CPU as the delay it adds, while the reference runs: named, with the figures."""
+    rng = random.Random(5)
+    alone = timed(samples(rng, 17.7, 0.01, 4), [0.02, 0.0, 0.01, 0.03])
+    during = timed(samples(rng, 23.0, 0.01, 30), samples(rng, 5.2, 0.05, 30))
+    message = slowed_reference_message(alone, during)
+    assert message and "other threads" in message and "x slower" not in message
+    assert "5.2" in message and "17.7" in message
+
+
+@pytest.mark.parametrize("alone_others, during_others, flagged", [
+    ([0.0] * 5, [0.05] * 30, False),          # torch's and the driver's threads idling
+    ([0.0] * 5, [1.0] * 30, False),           # 1 ms on a 17.7 ms call: under a tenth
+    ([0.0] * 5, [2.5] * 30, True),            # over a tenth
+    ([2.0] * 5, [3.0] * 30, False),           # a steady background (another framework's threads) in both
+    ([0.0] * 2, [9.0] * 30, False),           # too few samples alone to say anything
+    ([0.0] * 5, [0.0] * 20 + [9.0] * 10, False),  # bursts on a third of the calls: the median does not move
+])
+def test_other_threads_count_beyond_their_cpu_alone_and_a_tenth_of_the_call(alone_others, during_others, flagged):
+    alone_ms = [17.7] * len(alone_others)
+    assert (stats.busy_others(alone_ms, alone_others, during_others) is not None) is flagged
+
+
+def test_a_launch_bound_reference_needs_half_a_millisecond_of_other_threads():
+    """A tenth of a 0.06 ms call is noise; half a millisecond per call is a thread at work."""
+    assert stats.busy_others([0.06] * 5, [0.0] * 5, [0.2] * 30) is None
+    assert stats.busy_others([0.06] * 5, [0.0] * 5, [0.6] * 30) is not None

@@ -1,0 +1,114 @@
+"""Catching a candidate that replaces kbench's own code, or a builtin, in the worker it runs in.
+
+The candidate is imported into the process that checks and times it. Beyond the torch and time functions
+guards.WATCHED_FUNCTIONS names, it could replace any function kbench calls: the timing loop's per-call step, a
+flag's threshold, a class's method, a set of op names, `len`. So the harness snapshot also holds the namespaces
+of kbench's loaded modules, of the classes they define, and of builtins: the same names bound to the very same
+objects, every function's code, defaults and closure contents as they were, and the items of containers.
+`changed()` names what differs, as `kbench.timing._measure`.
+
+It runs at every checkpoint, so the comparison is a few C-level tuple compares over all namespaces at once;
+the namespaces are read entry by entry only when something differs.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import operator
+import sys
+import types
+
+from kbench import reach
+
+_CONTAINERS = (dict, list, set)
+_WRAPPERS = (staticmethod, classmethod, property)
+_code, _defaults, _kwdefaults, _closure = (operator.attrgetter(name) for name in
+                                           ("__code__", "__defaults__", "__kwdefaults__", "__closure__"))
+
+
+class OwnCode:
+    """kbench's namespaces and the builtins as they are now: take it before the candidate is imported, once
+    everything the worker uses is imported."""
+
+    def __init__(self):
+        self.owners = _owners()
+        self.names, self.values = _read(self.owners)
+        self.functions = [value if type(value) is types.FunctionType else reach.function_of(value)
+                          for value in self.values if type(value) is types.FunctionType or type(value) in _WRAPPERS]
+        self.functions = [function for function in self.functions if function is not None]
+        self.closures = [function for function in self.functions if function.__closure__]
+        self.containers = [index for index, (name, value) in enumerate(zip(self.names, self.values))
+                           if type(value) in _CONTAINERS and not name[1].startswith("__")]
+        self.insides = self._insides()
+        self.container_tokens = self._containers()
+        self.entries = self._entries()
+
+    def _insides(self) -> tuple:
+        """What can change inside the objects while the names still hold the same ones (read in place)."""
+        functions = self.functions
+        return (tuple(map(_code, functions)), tuple(map(_defaults, functions)), tuple(map(_kwdefaults, functions)),
+                tuple(itertools.chain.from_iterable(map(_cells, self.closures))))
+
+    def _containers(self) -> tuple:
+        return tuple(reach.token(self.values[index]) for index in self.containers)
+
+    def changed(self) -> list[str]:
+        names, values = _read(self.owners)
+        if names == self.names and _identical(values, self.values):
+            insides = self._insides()
+            if all(map(_identical, insides, self.insides)) and self._containers() == self.container_tokens:
+                return []
+        now = self._entries()
+        return [f"{owner}.{name}" + (" (removed)" if (owner, name) not in now else "")
+                for (owner, name), token in self.entries.items() if now.get((owner, name), reach.MISSING) != token] + \
+               [f"{owner}.{name} (added)" for owner, name in now  # in kbench's: it can shadow a builtin
+                if (owner, name) not in self.entries and owner != "builtins" and not name.startswith("__")]
+
+    def _entries(self) -> dict:
+        """(owner, name) -> what changes when the entry does, read now (for naming the differences)."""
+        names, values = _read(self.owners)
+        return {name: _entry_token(name[1], value) for name, value in zip(names, values)}
+
+
+def _owners() -> list[tuple[str, object]]:
+    """(dotted name, module or class): builtins, then each loaded kbench module and the classes it defines."""
+    owners: list[tuple[str, object]] = [("builtins", builtins)]
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "kbench" or name.startswith("kbench.")):
+            continue
+        owners.append((name, module))
+        owners += [(f"{name}.{cls.__qualname__}", cls) for cls in vars(module).values()
+                   if isinstance(cls, type) and cls.__module__ == name]
+    return owners
+
+
+def _read(owners: list) -> tuple[tuple, tuple]:
+    """Every namespace's (owner name, entry name) pairs and values, in one flat tuple each."""
+    spaces = [(label, vars(owner)) for label, owner in owners]
+    names = tuple(itertools.chain.from_iterable(zip(itertools.repeat(label), space) for label, space in spaces))
+    values = tuple(itertools.chain.from_iterable(space.values() for _, space in spaces))
+    return names, values
+
+
+def _entry_token(name: str, value) -> tuple:
+    function = value if type(value) is types.FunctionType else reach.function_of(value) \
+        if type(value) in _WRAPPERS else None
+    inside = () if function is None else tuple(map(reach.Same, (function.__code__, function.__defaults__,
+                                                                function.__kwdefaults__, *_cells(function))))
+    contents = reach.token(value) if type(value) in _CONTAINERS and not name.startswith("__") else None
+    return reach.Same(value), inside, contents
+
+
+def _identical(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
+def _cells(function) -> tuple:
+    contents = []
+    for cell in function.__closure__ or ():
+        try:
+            contents.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            contents.append(reach.MISSING)
+    return tuple(contents)
