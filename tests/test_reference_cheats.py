@@ -72,9 +72,10 @@ def test_slowing_the_reference_from_outside_it_is_caught_by_its_time(gpu_config)
 
 
 @pytest.mark.gpu
-def test_a_thread_that_slows_a_gpu_bound_reference_by_less_than_twice_is_caught(gpu_config):
-    """On an 18 ms reference of one kernel, the same spinning thread delays its launch by a few milliseconds,
-    far under the 2x the time's own rule needs; the CPU the thread uses while the reference runs names it."""
+def test_a_thread_that_slows_a_gpu_bound_reference_is_named_by_the_cpu_it_uses(gpu_config):
+    """On a reference of one long kernel the same spinning thread delays its launch by a few milliseconds, which
+    can be under the 2x the time's own rule needs; the CPU the thread uses while the reference runs names it
+    whatever the ratio."""
     result = evaluate(CONVT_LARGE, CHEATS / "slow_reference_thread.py", gpu_config)
     assert result.status == Status.REJECTED and SLOWED_REFERENCE in result.flags, result.message
     assert "other threads of the process used" in result.message, result.message
