@@ -57,6 +57,7 @@ def main() -> int:
             for guards_on in (False, True):
                 result = evaluate(Path(problem), Path(solution), replace(config, guards=guards_on))
                 walls[guards_on].append(result.wall_s)
+                print(f"  guards {'on' if guards_on else 'off'}: {result.wall_s:.2f} s", flush=True)
                 phases[guards_on].append(_phases(result))
                 statuses.add(f"{result.status}{'+' + ','.join(result.flags) if result.flags else ''}")
                 if result.reference_alone is not None and result.reference_timing is not None:
