@@ -23,8 +23,7 @@ from kbench import reach
 
 _CONTAINERS = (dict, list, set)
 _WRAPPERS = (staticmethod, classmethod, property)
-_code, _defaults, _kwdefaults, _closure = (operator.attrgetter(name) for name in
-                                           ("__code__", "__defaults__", "__kwdefaults__", "__closure__"))
+_UNNAMED = "kbench's own code or the builtins (changed; what, could not be told)"
 
 
 class OwnCode:
@@ -34,41 +33,77 @@ class OwnCode:
     def __init__(self):
         self.owners = _owners()
         self.names, self.values = _read(self.owners)
-        self.functions = [value if type(value) is types.FunctionType else reach.function_of(value)
-                          for value in self.values if type(value) is types.FunctionType or type(value) in _WRAPPERS]
-        self.functions = [function for function in self.functions if function is not None]
+        functions = [value if type(value) is types.FunctionType else reach.function_of(value)
+                     for value in self.values if type(value) is types.FunctionType or type(value) in _WRAPPERS]
+        self.functions = [function for function in functions if function is not None]
         self.closures = [function for function in self.functions if function.__closure__]
         self.containers = [index for index, (name, value) in enumerate(zip(self.names, self.values))
                            if type(value) in _CONTAINERS and not name[1].startswith("__")]
-        self.insides = self._insides()
+        self.insides = _insides(self.functions, self.closures)
         self.container_tokens = self._containers()
         self.entries = self._entries()
-
-    def _insides(self) -> tuple:
-        """What can change inside the objects while the names still hold the same ones (read in place)."""
-        functions = self.functions
-        return (tuple(map(_code, functions)), tuple(map(_defaults, functions)), tuple(map(_kwdefaults, functions)),
-                tuple(itertools.chain.from_iterable(map(_cells, self.closures))))
 
     def _containers(self) -> tuple:
         return tuple(reach.token(self.values[index]) for index in self.containers)
 
     def changed(self) -> list[str]:
         names, values = _read(self.owners)
-        if names == self.names and _identical(values, self.values):
-            insides = self._insides()
-            if all(map(_identical, insides, self.insides)) and self._containers() == self.container_tokens:
-                return []
+        # Container tokens are read by kbench's own code: only once its functions are known to be intact.
+        if names == self.names and _identical(values, self.values) \
+                and _all_identical(_insides(self.functions, self.closures), self.insides) \
+                and self._containers() == self.container_tokens:
+            return []
         now = self._entries()
-        return [f"{owner}.{name}" + (" (removed)" if (owner, name) not in now else "")
-                for (owner, name), token in self.entries.items() if now.get((owner, name), reach.MISSING) != token] + \
-               [f"{owner}.{name} (added)" for owner, name in now  # in kbench's: it can shadow a builtin
-                if (owner, name) not in self.entries and owner != "builtins" and not name.startswith("__")]
+        named = [f"{owner}.{name}" + (" (removed)" if (owner, name) not in now else "")
+                 for (owner, name), token in self.entries.items() if now.get((owner, name), reach.MISSING) != token]
+        named += [f"{owner}.{name} (added)" for owner, name in now  # in kbench's: it can shadow a builtin
+                  if (owner, name) not in self.entries and owner != "builtins" and not name.startswith("__")]
+        return named or [_UNNAMED]  # naming reads through code the change may have reached
 
     def _entries(self) -> dict:
         """(owner, name) -> what changes when the entry does, read now (for naming the differences)."""
         names, values = _read(self.owners)
         return {name: _entry_token(name[1], value) for name, value in zip(names, values)}
+
+
+# Whether anything changed is decided by the functions below through builtins and itertools bound as their
+# defaults when kbench was imported, before any candidate: one that replaces builtins.all or itertools.chain
+# cannot blind the comparison (and is named by it). A candidate that reaches into this module's own
+# functions or the snapshot's instance is beyond it.
+
+def _read(owners: list, _vars=vars, _tuple=tuple, _zip=zip, _repeat=itertools.repeat,
+          _chain=itertools.chain.from_iterable) -> tuple[tuple, tuple]:
+    """Every namespace's (owner name, entry name) pairs and values, in one flat tuple each."""
+    spaces = [(label, _vars(owner)) for label, owner in owners]
+    names = _tuple(_chain(_zip(_repeat(label), space) for label, space in spaces))
+    values = _tuple(_chain(space.values() for _, space in spaces))
+    return names, values
+
+
+def _insides(functions: list, closures: list, _tuple=tuple, _map=map, _chain=itertools.chain.from_iterable,
+             _code=operator.attrgetter("__code__"), _defaults=operator.attrgetter("__defaults__"),
+             _kwdefaults=operator.attrgetter("__kwdefaults__")) -> tuple:
+    """What can change inside functions while the names still hold the same ones: code, defaults, cells."""
+    return (_tuple(_map(_code, functions)), _tuple(_map(_defaults, functions)),
+            _tuple(_map(_kwdefaults, functions)), _tuple(_chain(_map(_cells, closures))))
+
+
+def _identical(a: tuple, b: tuple, _len=len, _all=all, _map=map, _is=operator.is_) -> bool:
+    return _len(a) == _len(b) and _all(_map(_is, a, b))
+
+
+def _all_identical(a: tuple, b: tuple, _all=all, _map=map) -> bool:
+    return _all(_map(_identical, a, b))
+
+
+def _cells(function, _tuple=tuple, _missing=reach.MISSING) -> tuple:
+    contents = []
+    for cell in function.__closure__ or ():
+        try:
+            contents.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            contents.append(_missing)
+    return _tuple(contents)
 
 
 def _owners() -> list[tuple[str, object]]:
@@ -83,14 +118,6 @@ def _owners() -> list[tuple[str, object]]:
     return owners
 
 
-def _read(owners: list) -> tuple[tuple, tuple]:
-    """Every namespace's (owner name, entry name) pairs and values, in one flat tuple each."""
-    spaces = [(label, vars(owner)) for label, owner in owners]
-    names = tuple(itertools.chain.from_iterable(zip(itertools.repeat(label), space) for label, space in spaces))
-    values = tuple(itertools.chain.from_iterable(space.values() for _, space in spaces))
-    return names, values
-
-
 def _entry_token(name: str, value) -> tuple:
     function = value if type(value) is types.FunctionType else reach.function_of(value) \
         if type(value) in _WRAPPERS else None
@@ -98,17 +125,3 @@ def _entry_token(name: str, value) -> tuple:
                                                                 function.__kwdefaults__, *_cells(function))))
     contents = reach.token(value) if type(value) in _CONTAINERS and not name.startswith("__") else None
     return reach.Same(value), inside, contents
-
-
-def _identical(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(map(operator.is_, a, b))
-
-
-def _cells(function) -> tuple:
-    contents = []
-    for cell in function.__closure__ or ():
-        try:
-            contents.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            contents.append(reach.MISSING)
-    return tuple(contents)
