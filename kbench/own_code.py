@@ -48,17 +48,29 @@ class OwnCode:
 
     def changed(self) -> list[str]:
         names, values = _read(self.owners)
+        same_names = names == self.names
+        if not (same_names and _identical(values, self.values)):
+            if not _identical(_kept(names, values, self.names), self.values):
+                return self._named(names, values)
         # Container tokens are read by kbench's own code: only once its functions are known to be intact.
-        if names == self.names and _identical(values, self.values) \
-                and _all_identical(_insides(self.functions, self.closures), self.insides) \
-                and self._containers() == self.container_tokens:
-            return []
+        if not (_all_identical(_insides(self.functions, self.closures), self.insides)
+                and self._containers() == self.container_tokens):
+            return self._named(names, values)
+        return [] if same_names else self._added(names, values)  # every entry as it was: names added since?
+
+    def _named(self, names: tuple, values: tuple) -> list[str]:
+        """The entries that differ, by name. Naming reads through kbench's own token code, which the change
+        may have reached: a difference it cannot name is still reported."""
         now = self._entries()
         named = [f"{owner}.{name}" + (" (removed)" if (owner, name) not in now else "")
                  for (owner, name), token in self.entries.items() if now.get((owner, name), reach.MISSING) != token]
-        named += [f"{owner}.{name} (added)" for owner, name in now  # in kbench's: it can shadow a builtin
-                  if (owner, name) not in self.entries and owner != "builtins" and not name.startswith("__")]
-        return named or [_UNNAMED]  # naming reads through code the change may have reached
+        return named + self._added(names, values) or [_UNNAMED]
+
+    def _added(self, names: tuple, values: tuple) -> list[str]:
+        """Names added to kbench's namespaces (one can shadow a builtin), but a submodule an import bound."""
+        return [f"{owner}.{name} (added)" for (owner, name), value in zip(names, values)
+                if (owner, name) not in self.entries and owner != "builtins" and not name.startswith("__")
+                and not _submodule(owner, name, value)]
 
     def _entries(self) -> dict:
         """(owner, name) -> what changes when the entry does, read now (for naming the differences)."""
@@ -96,6 +108,13 @@ def _all_identical(a: tuple, b: tuple, _all=all, _map=map) -> bool:
     return _all(_map(_identical, a, b))
 
 
+def _kept(names: tuple, values: tuple, before: tuple, _tuple=tuple, _dict=dict, _zip=zip,
+          _missing=reach.MISSING) -> tuple:
+    """The values now under the names `before` lists, in its order (MISSING where a name is gone)."""
+    now = _dict(_zip(names, values))
+    return _tuple(now.get(name, _missing) for name in before)
+
+
 def _cells(function, _tuple=tuple, _missing=reach.MISSING) -> tuple:
     contents = []
     for cell in function.__closure__ or ():
@@ -125,3 +144,8 @@ def _entry_token(name: str, value) -> tuple:
                                                                 function.__kwdefaults__, *_cells(function))))
     contents = reach.token(value) if type(value) in _CONTAINERS and not name.startswith("__") else None
     return reach.Same(value), inside, contents
+
+
+def _submodule(owner: str, name: str, value) -> bool:
+    """Whether `value` is the package's submodule `name`, bound there by its import (a later import of one)."""
+    return isinstance(value, types.ModuleType) and sys.modules.get(f"{owner}.{name}") is value

@@ -68,3 +68,34 @@ def test_a_change_that_blinds_the_naming_is_still_reported(own_code, monkeypatch
     monkeypatch.setattr(kbench.reach.Same, "__eq__", lambda self, other: True)
     changes = own_code.changed()
     assert len(changes) == 1 and "could not be told" in changes[0], changes
+
+
+def test_importing_a_submodule_of_kbench_later_is_no_change(own_code):
+    """An import binds the submodule in its package: a candidate (or kbench) importing one is not tampering."""
+    import sys
+
+    import kbench
+
+    module = sys.modules.pop("kbench.plot", None)
+    had = "plot" in vars(kbench)
+    plot = vars(kbench).pop("plot", None)
+    try:
+        taken = OwnCode()
+        import kbench.plot  # noqa: F401
+        assert taken.changed() == []
+    finally:
+        if module is not None:
+            sys.modules["kbench.plot"] = module
+        if had:
+            kbench.plot = plot
+
+
+def test_a_harmless_addition_does_not_hide_a_change_beside_it(own_code, monkeypatch):
+    """A builtin added (never named: it shadows nothing) next to a change the naming cannot tell."""
+    import kbench.reach
+
+    monkeypatch.setattr(builtins, "kbench_test_extra", 1, raising=False)
+    assert own_code.changed() == []
+    monkeypatch.setattr(kbench.reach.Same, "__eq__", lambda self, other: True)
+    changes = own_code.changed()
+    assert len(changes) == 1 and "could not be told" in changes[0], changes
