@@ -77,8 +77,9 @@ def within_tolerance(candidate_output, reference_output,
         for got_chunk, expected_chunk, _ in chunks(got, expected):
             # |got - expected| - rtol |expected| <= atol, 99.9% of both, in four elementwise kernels and a
             # max. NaN and infinities make the max NaN, which fails (compare() then decides how they match).
-            excess = (got_chunk.to(wide) - expected_chunk.to(wide)).abs_()
-            excess.sub_(expected_chunk.to(wide).abs(), alpha=0.999 * rtol)
+            expected_wide = expected_chunk.to(wide)
+            excess = (got_chunk.to(wide) - expected_wide).abs_()
+            excess.sub_(expected_wide.abs(), alpha=0.999 * rtol)
             within.append(excess.max() <= 0.999 * atol)
     if not all(equal):
         return False

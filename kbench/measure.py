@@ -117,12 +117,11 @@ def slowed_reference_message(alone: Timing, during: Timing) -> str | None:
     ratio = stats.slowdown(alone.samples_ms, during.samples_ms)
     if ratio is not None:
         reasons.append(f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "
-                       f"{stats.median(during.samples_ms):.3g} ms against {stats.median(alone.samples_ms):.3g} ms "
-                       f"before it was imported)")
+                       f"{during.median_ms:.3g} ms against {alone.median_ms:.3g} ms before it was imported)")
     extra = stats.busy_others(alone.samples_ms, alone.others_cpu_ms, during.others_cpu_ms)
     if extra is not None:
         reasons.append(f"other threads of the process used {extra:.3g} ms more CPU per call of the reference "
                        f"once the candidate was loaded (median {during.others_cpu_median_ms:.3g} ms against "
-                       f"{alone.others_cpu_median_ms:.3g} ms before it was imported, for a "
-                       f"{stats.median(alone.samples_ms):.3g} ms call)")
+                       f"{alone.others_cpu_median_ms:.3g} ms before it was imported, for a {alone.median_ms:.3g} ms "
+                       f"call)")
     return "; ".join(reasons) or None

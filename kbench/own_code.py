@@ -33,9 +33,7 @@ class OwnCode:
     def __init__(self):
         self.owners = _owners()
         self.names, self.values = _read(self.owners)
-        functions = [value if type(value) is types.FunctionType else reach.function_of(value)
-                     for value in self.values if type(value) is types.FunctionType or type(value) in _WRAPPERS]
-        self.functions = [function for function in functions if function is not None]
+        self.functions = [function for function in map(_function, self.values) if function is not None]
         self.closures = [function for function in self.functions if function.__closure__]
         self.containers = [index for index, (name, value) in enumerate(zip(self.names, self.values))
                            if type(value) in _CONTAINERS and not name[1].startswith("__")]
@@ -137,9 +135,14 @@ def _owners() -> list[tuple[str, object]]:
     return owners
 
 
+def _function(value):
+    """The plain function a namespace entry runs: the entry itself, or the one a staticmethod, classmethod or
+    property wraps; None for any other entry."""
+    return reach.function_of(value) if type(value) is types.FunctionType or type(value) in _WRAPPERS else None
+
+
 def _entry_token(name: str, value) -> tuple:
-    function = value if type(value) is types.FunctionType else reach.function_of(value) \
-        if type(value) in _WRAPPERS else None
+    function = _function(value)
     inside = () if function is None else tuple(map(reach.Same, (function.__code__, function.__defaults__,
                                                                 function.__kwdefaults__, *_cells(function))))
     contents = reach.token(value) if type(value) in _CONTAINERS and not name.startswith("__") else None
