@@ -1,6 +1,7 @@
-"""One evaluation, stage by stage: load the problem, import the solution (building its extensions), build
-both models, run the correctness trials, time, sweep; every failure on the way is a Stop that becomes the
-outcome's status."""
+"""One evaluation, as the judge runs it: load the problem, run the reference, have the runner import the
+solution (building its extensions) and build ModelNew, run the correctness trials, time, sweep. The candidate's
+code runs only in the runner (remote.py); every decision is taken here. Every failure on the way is a Stop that
+becomes the outcome's status."""
 
 from __future__ import annotations
 
@@ -10,16 +11,19 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from kbench import flags, guards, params
-from kbench.job import Job, final_outcome, one_line
-from kbench.loading import build_candidate, build_reference, call_reference, input_maker, load_problem, load_solution
-from kbench.measure import measure, slowed_reference_message, time_alone
+from kbench import guards, params, verdicts
+from kbench.build import versions_tag
+from kbench.job import Job, one_line
+from kbench.verdicts import final_outcome
+from kbench.loading import build_reference, call_reference, input_maker, load_problem
+from kbench.measure import calibrate, measure, time_alone
 from kbench.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.progress import Context, Findings, Progress, Stop
-from kbench.results import Outcome, Status, SweepResult, Timing
-from kbench.reference_guard import ReferenceSnapshot
-from kbench.trials import note_library_only, note_reference_ops, run_trials
+from kbench.remote import RunnerDied, RunnerProcess, echo_outputs, failure_of, new_candidate
+from kbench.results import Outcome, Status, Timing
+from kbench.sandbox import wire
+from kbench.trials import run_trials
 
 # Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
 _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
@@ -29,37 +33,53 @@ _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", 
 _BEFORE_THE_CANDIDATE = ("starting", "loading problem", "running the reference")
 
 
-def judge(job: Job, device: torch.device, progress: Progress, environment: dict) -> Outcome:
-    """The outcome of `job`; `environment` (device name, versions) goes into it as it is."""
-    context = Context(job.config, device, progress, Findings(progress))
+def judge(job: Job, device: torch.device, progress: Progress, environment: dict, runner: RunnerProcess) -> Outcome:
+    """The outcome of `job`; `environment` (device name, versions) goes into it as it is. `runner` is this
+    evaluation's runner (started, perhaps warm); it is stopped before this returns."""
+    context = Context(job.config, device, progress, Findings(progress), runner=runner)
 
     def finish(outcome: Outcome) -> Outcome:
-        return replace(outcome, sizes=context.sizes, build_s=progress.build_seconds(),
-                       build_reused=progress.build.all_reused, cpu_s=_cpu_seconds(), phase_s=progress.phases(),
-                       **environment)
+        return replace(outcome, sizes=context.sizes, build_s=context.build.seconds,
+                       build_reused=context.build.reused, phase_s=progress.phases(), **environment)
+    try:
+        outcome = _decided(job, context, finish)
+    finally:
+        runner.stop()
+    return replace(outcome, cpu_s=_cpu_seconds())  # the runner's too, now that it was waited for
+
+
+def _decided(job: Job, context: Context, finish) -> Outcome:
+    progress, device = context.progress, context.device
     try:
         return finish(_stages(job, context, finish))
+    except RunnerDied as died:
+        stop = failure_of(died, progress.record.phase)
+        return finish(_after_official(stop, context) or context.findings.outcome(stop.status, message=stop.message,
+                                                                                 check=context.check))
     except Stop as stop:
         status, message = _needs_cuda(stop, device)
         return finish(context.findings.outcome(status, message=_with_hint(status, message, job, context),
                                                check=context.check))
-    except Exception as error:  # raised outside a Stop: a lost CUDA context (loading.lost_context), say
+    except Exception as error:  # raised outside a Stop: the judge's own CUDA context failed, say
         traceback.print_exc()
         return finish(_unexpected(error, context))
 
 
+def _after_official(stop: Stop, context: Context) -> Outcome | None:
+    """After the official verdict, a runner that dies ends the sweep at the configuration being run."""
+    if context.official is None:
+        return None
+    return verdicts.sweep_lost(context.official, context.progress.record, stop.message, context.config.strict)
+
+
 def _unexpected(error: Exception, context: Context) -> Outcome:
-    """An error that surfaced outside the stages' own checks belongs to the candidate once its code has run in
-    this process (its kernels are asynchronous: the error surfaces in whatever CUDA call comes next). After
-    the official verdict it ends the sweep at the configuration being run; before it, it is a runtime error."""
-    record, what = context.progress.record, one_line(error)
+    """An error of the judge's own. Before the candidate was imported nothing of it ran: the problem failed.
+    After, the candidate may be the cause (it can fill the device's memory, say): the phase's runtime error."""
+    phase, what = context.progress.record.phase, one_line(error)
     if context.official is not None:
-        sweep = SweepResult(passed=record.sweep.passed, run=record.sweep.run + 1, skipped=record.sweep.skipped,
-                            first_failure=f"{record.current or 'after the sweep'}: {what}")
-        return final_outcome(context.official, sweep, context.config.strict)
-    # Before the candidate was imported, nothing of it ran: the problem failed.
-    status = Status.REFERENCE_ERROR if record.phase in _BEFORE_THE_CANDIDATE else Status.RUNTIME_ERROR
-    return context.findings.outcome(status, message=f"failed while {record.phase}: {what}", check=context.check)
+        return verdicts.sweep_lost(context.official, context.progress.record, what, context.config.strict)
+    status = Status.REFERENCE_ERROR if phase in _BEFORE_THE_CANDIDATE else Status.RUNTIME_ERROR
+    return context.findings.outcome(status, message=f"failed while {phase}: {what}", check=context.check)
 
 
 def _with_hint(status: str, message: str, job: Job, context: Context) -> str:
@@ -77,34 +97,32 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
     if context.device.type == "cpu" and not config.full_size and not overrides:
         overrides = params.small_overrides(problem_module)
     context.overrides = overrides
-    # Taken before the candidate is imported: what settings and harness functions must stay as they are.
-    context.watch = guards.Watch(harness=not job.build_only)
     if job.build_only:
         _import_solution(job, context)
         return context.findings.outcome(Status.BUILT)
     with torch.no_grad():
         with overridden(problem_module, overrides):
             reference = _reference_first(problem_module, context)
-            solution_module = _import_solution(job, context)
-            official = context.official = _official_verdict(solution_module, reference, context)
-        progress.update(provisional=finish(official))  # survives a sweep that kills the worker
-        sweep = None
-        if config.sweep > 0:
-            sweep = run_sweep(problem_module, solution_module, context)  # drawn around the official sizes
-            with overridden(problem_module, overrides):  # the reference's snapshot was taken under them
-                context.checkpoint("sweeping ModelNew")
+            if config.time:
+                context.calibration = calibrate(context.runner, reference.output_spec, reference.model,
+                                                reference.make_inputs, context)
+            _import_solution(job, context)
+            official = context.official = _official_verdict(reference, context)
+        progress.update(provisional=finish(official))  # survives a sweep that kills the judge
+        sweep = run_sweep(problem_module, context) if config.sweep > 0 else None
     return final_outcome(official, sweep, config.strict)
 
 
 @dataclass
 class _Reference:
-    """The reference as it was before the candidate was imported."""
+    """The reference at the evaluation's sizes, as it was before the candidate was imported."""
 
     model: object              # Model(*init_inputs), built right after the seed
     init_inputs: list
     make_inputs: object        # loading.input_maker at the evaluation's sizes
     alone: Timing | None       # its timed calls before the candidate existed (None: not timed)
-    ops: set[str]              # the aten ops its first call dispatched (guards.record_ops; empty without guards)
+    ops: set[str]              # the aten ops its first call dispatched (empty without guards)
+    output_spec: list          # [dtype, shape] of each output tensor
 
 
 def _reference_first(problem_module, context: Context) -> _Reference:
@@ -114,62 +132,57 @@ def _reference_first(problem_module, context: Context) -> _Reference:
     context.progress.enter("running the reference")
     model, init_inputs = build_reference(problem_module, config.seed, device)
     make_inputs = input_maker(problem_module, device)
-
-    ops: set[str] = set()
+    outputs: list = []
 
     def first_call():  # a reference that fails here is the problem's fault
-        guards.poison(call_reference(model, make_inputs(config.seed), device))
-
-    def first_call_recorded():  # the ops it runs, for the candidate's calls_reference_op
-        ops.update(guards.record_ops(first_call))
-    if config.guards:  # what defines the reference, to tell whether the candidate changes it
-        with context.progress.spent("guard: reference snapshot"):
-            context.watch.reference = ReferenceSnapshot.take(problem_module, model, probe=first_call_recorded)
-    else:
-        first_call()
-    # On a GPU only: a CPU's host clock, shared with whatever else the machine runs (torch's own threads
-    # among them), moves the reference's time by far more than any threshold could tell from a cheat.
+        outputs.append(call_reference(model, make_inputs(config.seed), device))
+    ops = guards.record_ops(first_call) if config.guards else (first_call() or set())
+    spec = echo_outputs(outputs[0])
+    guards.poison(outputs.pop())
     timed_alone = config.time and config.guards and device.type == "cuda"
     with context.progress.spent("guard: reference alone"):
         alone = time_alone(model, make_inputs, context) if timed_alone else None
-    return _Reference(model, init_inputs, make_inputs, alone, ops)
+    return _Reference(model, init_inputs, make_inputs, alone, ops, spec)
 
 
-def _note_slowed_reference(alone: Timing, during: Timing, context: Context) -> None:
-    """Rejecting flag when the reference ran slower beside the candidate than alone before it was imported, or
-    other threads worked while it ran (a thread of the candidate's, or a change the snapshot cannot see)."""
-    message = slowed_reference_message(alone, during)
-    if message:
-        context.findings.flag(flags.SLOWED_REFERENCE, message)
-        context.findings.raise_if_rejected()
+def _import_solution(job: Job, context: Context) -> None:
+    """The runner confines itself and imports the solution in the problem's namespace, building its
+    extensions; a failure there is the candidate's (compile_error, load_error)."""
+    config, progress = context.config, context.progress
+    progress.enter("loading solution")
+    extensions = config.cache_dir / "extensions" / versions_tag()
+    triton = config.cache_dir / "triton" / versions_tag()
+    for folder in (extensions, triton):
+        folder.mkdir(parents=True, exist_ok=True)
+    runner = context.runner
+    message = {"op": "load", "problem": job.problem_path, "solution": job.solution_path, "policy": config.policy,
+               "extensions": str(extensions), "triton_cache": str(triton), "log_path": job.log_path,
+               "writable": [str(runner.scratch), str(runner.exchange), str(extensions), str(triton), "/dev"]}
+
+    def building(update: wire.Progress) -> None:
+        progress.update(building=update.building, build_since=update.since)
+    reply = runner.request(message, on_progress=building)
+    progress.update(building="", build_since=None)
+    context.build = wire.BuildInfo.from_wire(reply.get("build"))
+    progress.update(build_s=context.build.seconds)
+    for note in reply.get("notes") or []:
+        if isinstance(note, str):
+            print(f"kbench: runner: {note}", flush=True)
+    if "failure" in reply:
+        failure = wire.Failure.from_wire(reply["failure"] if isinstance(reply["failure"], dict) else {})
+        raise Stop(failure.status, failure.message)
 
 
-def _import_solution(job: Job, context: Context):
-    context.progress.enter("loading solution")
-    solution_module = load_solution(job.solution_path)
-    context.checkpoint("importing the solution")
-    return solution_module
-
-
-def _official_verdict(solution_module, reference: _Reference, context: Context) -> Outcome:
+def _official_verdict(reference: _Reference, context: Context) -> Outcome:
     """Correct (with its timing and flags) at the official sizes (or the CPU's reduced ones), or a Stop."""
-    config, device, progress = context.config, context.device, context.progress
+    config, progress = context.config, context.progress
     progress.enter("building ModelNew")
-    candidate_model = build_candidate(solution_module, reference.init_inputs, config.seed, device)
-    context.checkpoint("constructing ModelNew")
+    candidate = new_candidate(context.runner, reference.init_inputs, config.seed, context.overrides)
     progress.enter("checking")
-    trials = run_trials(reference.model, candidate_model, reference.make_inputs, context)
-    if config.guards:
-        with progress.spent("guard: reference ops"):
-            note_reference_ops(reference.ops, candidate_model, reference.make_inputs(config.seed), context)
-    timed = measure(reference.model, candidate_model, reference.make_inputs, trials, context) \
-        if config.time else None
-    context.checkpoint("timing ModelNew")
+    trials = run_trials(reference.model, candidate, reference.make_inputs, reference.ops, context)
+    timed = measure(reference.model, candidate, reference.make_inputs, trials, context) if config.time else None
     if timed and reference.alone:
-        _note_slowed_reference(reference.alone, timed.reference_timing, context)
-    if config.guards and device.type == "cuda":
-        with progress.spent("guard: kernel attribution"):
-            note_library_only(candidate_model, reference.make_inputs(config.seed), context)
+        verdicts.note_slowed_reference(reference.alone, timed.reference_timing, context.findings)
     return context.findings.outcome(Status.CORRECT, check=trials.check, message=context.findings.message,
                                     reference_alone=reference.alone, **(timed.fields() if timed else {}))
 
@@ -183,6 +196,6 @@ def _needs_cuda(stop: Stop, device) -> tuple[str, str]:
 
 
 def _cpu_seconds() -> float:
-    """CPU time of this worker and of the children it waited for (ninja, and through it the compilers)."""
+    """CPU time of the judge and of the children it waited for (the runner, and through it the compilers)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 3)

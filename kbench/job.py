@@ -1,22 +1,20 @@
-"""What crosses the boundary between kbench and its worker process, and the verdict rules both apply.
+"""What crosses the boundary between kbench and its worker process (the judge).
 
 Torch-free: the parent (runner, scheduler, Ray executor) imports this module, never the worker's.
 - Job: everything one evaluation needs (the parent writes it, the worker reads it).
 - ProgressRecord: what the worker is doing now (the worker writes it as it goes; the parent reads it
   when the worker dies or hangs, to say where, and to keep an official verdict a sweep lost).
-- final_outcome: official verdict + parameter sweep + noting flags + --strict -> the recorded outcome.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kbench import flags
 from kbench.config import RunConfig
-from kbench.results import Outcome, Status, SweepResult
+from kbench.results import Outcome
 
 
 @dataclass(frozen=True)
@@ -89,19 +87,6 @@ class ProgressRecord:
         provisional = data.get("provisional")
         return cls(**dict(data, flags=tuple(data.get("flags") or ()), sweep=SweepCounts(**data.get("sweep") or {}),
                           provisional=Outcome.from_dict(provisional) if provisional else None))
-
-
-def final_outcome(official: Outcome, sweep: SweepResult | None, strict: bool) -> Outcome:
-    """The verdict to record: a failed sweep adds its noting flag and reason to the official verdict;
-    noting flags fail a correct result only under --strict."""
-    outcome = replace(official, sweep=sweep)
-    if sweep is not None and sweep.first_failure:
-        reason = f"sweep failed at {sweep.first_failure}"
-        outcome = replace(outcome, flags=tuple(dict.fromkeys(outcome.flags + (flags.SWEEP_FAILED,))),
-                          message="; ".join(filter(None, [outcome.message, reason])))
-    if strict and outcome.status == Status.CORRECT and any(name in flags.NOTING for name in outcome.flags):
-        outcome = replace(outcome, status=Status.INCORRECT)
-    return outcome
 
 
 def one_line(error: BaseException) -> str:

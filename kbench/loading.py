@@ -7,7 +7,6 @@ from pathlib import Path
 
 import torch
 
-from kbench.build import BuildError
 from kbench.job import one_line
 from kbench.problem import load_module
 from kbench.progress import Stop
@@ -25,19 +24,6 @@ def load_problem(path: str):
     return module
 
 
-def load_solution(path: str):
-    try:
-        module = load_module(Path(path), "kbench_solution")
-    except BuildError as error:
-        raise Stop(Status.COMPILE_ERROR, str(error))
-    except (Exception, SystemExit) as error:
-        traceback.print_exc()
-        raise Stop(Status.LOAD_ERROR, one_line(error))
-    if not isinstance(getattr(module, "ModelNew", None), type):
-        raise Stop(Status.LOAD_ERROR, "the solution defines no ModelNew class")
-    return module
-
-
 def build_reference(problem_module, seed: int, device):
     """Model(*get_init_inputs()) built right after `seed`, and the init arguments."""
     torch.manual_seed(seed)
@@ -48,20 +34,6 @@ def build_reference(problem_module, seed: int, device):
         if lost_context(error):
             raise
         raise Stop(Status.REFERENCE_ERROR, f"reference failed to build: {one_line(error)}")
-
-
-def build_candidate(solution_module, init_inputs: list, seed: int, device):
-    """ModelNew(*init_inputs) built right after `seed`, as the reference was."""
-    torch.manual_seed(seed)
-    try:
-        return solution_module.ModelNew(*init_inputs).to(device)
-    except BuildError as error:
-        raise Stop(Status.COMPILE_ERROR, str(error))
-    except Exception as error:
-        traceback.print_exc()
-        if lost_context(error):
-            raise
-        raise Stop(Status.LOAD_ERROR, f"ModelNew(*get_init_inputs()) failed: {one_line(error)}")
 
 
 def input_maker(problem_module, device):
@@ -122,18 +94,14 @@ def lost_context(error: BaseException) -> bool:
         return True
 
 
-def call_reference(model, inputs, device):
-    return call(model, clone(inputs), device, Status.REFERENCE_ERROR, "reference forward failed: ")
+def call_reference(model, inputs, device, cloned: bool = False):
+    """The reference's output for `inputs` (on a copy of them unless `cloned`: the caller made one)."""
+    return call(model, inputs if cloned else clone(inputs), device, Status.REFERENCE_ERROR,
+                "reference forward failed: ")
 
 
 def clone(inputs: list) -> list:
     return [value.clone() if isinstance(value, torch.Tensor) else value for value in inputs]
-
-
-def clone_output(output):
-    if isinstance(output, (tuple, list)):
-        return type(output)(clone(list(output)))
-    return output.clone() if isinstance(output, torch.Tensor) else output
 
 
 def tensor_bytes(values) -> int:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kbench import flags, guards, stats, timing
+from kbench import flags, guards, timing, verdicts
 from kbench.fresh import FreshRounds
 from kbench.job import one_line
 from kbench.progress import Context, Stop
+from kbench.remote import RemoteModel
 from kbench.results import ClockRecord, Status, Timing
-from kbench.timed_sides import build_sides, default_is_reference, graph_sides
+from kbench.timed_sides import RemoteCall, build_sides, default_is_reference
 from kbench.trials import TrialsResult
 
 
@@ -34,26 +35,52 @@ def measure(reference_model, candidate_model, make_inputs, trials: TrialsResult,
     config, device = context.config, context.device
     context.progress.enter("timing")
     rounds = FreshRounds(make_inputs, reference_model, trials.output_bytes, context)
-    sides = build_sides(reference_model, candidate_model, rounds, context)
-    timer = timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
-    timer_name = timer.name
-    graph = graph_sides(sides, timer, make_inputs(config.seed + 200), context) \
-        if config.cuda_graph and device.type == "cuda" else None
-    if graph:
-        sides, timer_name = graph.sides, "cuda-graph"
+    timer = _timer(device)
+    sides = build_sides(reference_model, candidate_model, rounds, getattr(timer, "flush", timing.do_nothing), context)
+    if config.cuda_graph:
+        context.findings.note("timed without CUDA graphs: the candidate runs in a process of its own, whose "
+                              "calls kbench cannot capture")
     samples, clocks = _sample(sides, timer, rounds, context)
     context.progress.add_seconds("making fresh inputs", rounds.generate_s)
     if getattr(timer, "persisting_l2", None) is not None and timer.persisting_l2.note:
         context.findings.note(timer.persisting_l2.note)
-    if config.guards and device.type == "cuda":
-        # Events and wall times as taken (per replay under --cuda-graph): only their gap matters.
-        hidden = guards.hidden_work_message(samples["reference"].ms, samples["reference"].wall_ms,
-                                            samples["candidate"].ms, samples["candidate"].wall_ms)
-        if hidden:
-            context.findings.flag(flags.SIDE_STREAM, hidden)
-    if graph:
-        samples = graph.per_call(samples)
-    return _record(samples, clocks, timer_name, context)
+    calibration = context.calibration
+    mismatch = verdicts.timing_mismatch(samples["candidate"].ms, samples["candidate"].wall_ms,
+                                        calibration.ms if calibration else [], calibration.wall_ms if calibration else [])
+    if mismatch:
+        context.findings.flag(flags.TIMING_MISMATCH, mismatch)
+        context.findings.raise_if_rejected()
+    return _record(samples, clocks, timer.name, context)
+
+
+def _timer(device):
+    return timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
+
+
+# The protocol's own cost is measured over this many rounds of the runner's stand-in (after the warm-up).
+CALIBRATION_ROUNDS = 20
+CALIBRATION_BUDGET_S = 0.5
+
+
+def calibrate(runner, output_spec: list, reference_model, make_inputs, context: Context) -> timing.Samples:
+    """The runner's stand-in (outputs of the reference's dtypes and shapes) timed under the candidate's protocol
+    before the candidate is imported, in rounds shaped like the timing loop's (the reference runs between its
+    calls, the runner stopped meanwhile: a runner woken after a pause answers slower than one called back to
+    back): what the judge's wall clock sees beyond the runner's timer when nothing is hidden
+    (verdicts.timing_mismatch)."""
+    with context.progress.spent("calibrating the runner"):
+        runner.request({"op": "echo", "outputs": output_spec})
+        timer = _timer(context.device)
+        inputs = make_inputs(context.config.seed + 300)
+        stand_in = timing.Side(RemoteCall(RemoteModel(runner, "echo"), inputs),
+                               timer=timing.RemoteTimer(getattr(timer, "flush", timing.do_nothing)))
+        reference_inputs = list(inputs)
+        reference = timing.Side(lambda: reference_model(*reference_inputs), prepare=runner.pause,
+                                inspect=lambda output: (runner.resume(), guards.poison(output)))
+        rule = timing.StopRule(warmup=min(context.config.warmup, 2), min_samples=CALIBRATION_ROUNDS,
+                               max_samples=CALIBRATION_ROUNDS, target_rse=1.0, budget_s=CALIBRATION_BUDGET_S)
+        samples, _ = timing.sample_interleaved([stand_in, reference], timer, rule)
+    return samples
 
 
 # The reference's timed calls before the candidate is imported stop after this long, or once their median is
@@ -106,22 +133,3 @@ def _record(samples: dict, clocks: ClockRecord | None, timer_name: str, context:
     if "default" in context.config.baselines and default_is_reference(context):
         baselines["default"] = reference
     return TimingRecord(reference, candidate, tuple(baselines.items()), clocks)
-
-
-def slowed_reference_message(alone: Timing, during: Timing) -> str | None:
-    """Why the reference timed beside the candidate (`during`) looks slowed from outside it, next to its time
-    alone before the candidate was imported; None when it does not. Its median time grew beyond what noise and
-    its own levels allow (stats.slowdown), or other threads of the process used CPU while it ran that they
-    did not use before (stats.busy_others): a thread of the candidate's."""
-    reasons = []
-    ratio = stats.slowdown(alone.samples_ms, during.samples_ms)
-    if ratio is not None:
-        reasons.append(f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "
-                       f"{during.median_ms:.3g} ms against {alone.median_ms:.3g} ms before it was imported)")
-    extra = stats.busy_others(alone.samples_ms, alone.others_cpu_ms, during.others_cpu_ms)
-    if extra is not None:
-        reasons.append(f"other threads of the process used {extra:.3g} ms more CPU per call of the reference "
-                       f"once the candidate was loaded (median {during.others_cpu_median_ms:.3g} ms against "
-                       f"{alone.others_cpu_median_ms:.3g} ms before it was imported, for a {alone.median_ms:.3g} ms "
-                       f"call)")
-    return "; ".join(reasons) or None

@@ -9,11 +9,11 @@ import torch
 
 from kbench import check, guards, params
 from kbench.job import SweepCounts, one_line
-from kbench.loading import (build_candidate, build_reference, call, call_reference, clone, input_maker,
-                            lost_context, synchronize)
-from kbench.problem import assignments, describe_overrides, overridden
+from kbench.loading import build_reference, call_reference, clone, input_maker, lost_context, synchronize
+from kbench.problem import describe_overrides, overridden
 from kbench.progress import Context, Stop
-from kbench.results import Status, SweepResult
+from kbench.remote import new_candidate
+from kbench.results import SweepResult
 from kbench.trials import ask_truth
 
 # A sweep gives up drawing after this many configurations per requested one (invalid ones are skipped).
@@ -21,7 +21,7 @@ ATTEMPTS_PER_CONFIGURATION = 4
 PASSED, SKIPPED = "passed", "skipped"
 
 
-def run_sweep(problem_module, solution_module, context: Context) -> SweepResult:
+def run_sweep(problem_module, context: Context) -> SweepResult:
     """Configurations the reference rejects (invalid combinations) are skipped and counted; draws continue
     until `config.sweep` configurations ran or too many were drawn."""
     config, device = context.config, context.device
@@ -35,10 +35,8 @@ def run_sweep(problem_module, solution_module, context: Context) -> SweepResult:
         described = describe_overrides(configuration) or "official sizes"
         context.progress.sweep_step(counts, described)
         try:
-            outcome = _sweep_one(problem_module, solution_module, configuration, context, config.seed + 1000 + index)
-        except Exception as error:  # a lost CUDA context (loading.lost_context): nothing after it can run
-            if isinstance(error, Stop) and error.status == Status.REJECTED:
-                raise  # a guard's (the checkpoint before the reference's call)
+            outcome = _sweep_one(problem_module, configuration, context, config.seed + 1000 + index)
+        except Exception as error:  # a lost CUDA context of the judge's: nothing after it can run
             traceback.print_exc()
             counts = SweepCounts(counts.passed, counts.run + 1, counts.skipped, counts.total)
             first_failure = first_failure or f"{described}: {one_line(error)}"
@@ -52,19 +50,11 @@ def run_sweep(problem_module, solution_module, context: Context) -> SweepResult:
     return SweepResult(passed=counts.passed, run=counts.run, skipped=counts.skipped, first_failure=first_failure)
 
 
-def _reassigned(problem_module, configuration: dict) -> set[str]:
-    """The globals a configuration sets: its own and every top-level assignment's target (problem.overridden
-    runs them again, so even those that keep their values are new objects)."""
-    targets = [statement.targets for statement in assignments(problem_module)]
-    return set(configuration).union(*targets)
-
-
-def _sweep_one(problem_module, solution_module, configuration, context: Context, input_seed) -> str:
+def _sweep_one(problem_module, configuration, context: Context, input_seed) -> str:
     """PASSED, SKIPPED (the reference rejects the configuration or returns nothing), or why it failed.
 
     The reference runs first, to see that it accepts the configuration; its output is poisoned before the
-    candidate runs and computed again after it, so no reference output for the candidate's inputs exists
-    while the candidate runs."""
+    candidate runs and computed again after it. Each configuration builds a new ModelNew in the runner."""
     config, device = context.config, context.device
     with overridden(problem_module, configuration):
         try:
@@ -81,13 +71,10 @@ def _sweep_one(problem_module, solution_module, configuration, context: Context,
         guards.poison(accepted)
         del accepted
         try:
-            candidate_model = build_candidate(solution_module, init_inputs, config.seed, device)
-            candidate_output = call(candidate_model, clone(inputs), device, Status.RUNTIME_ERROR)
+            candidate = new_candidate(context.runner, init_inputs, config.seed, configuration)
+            candidate_output = candidate.call(clone(inputs), write_back=False)
         except Stop as stop:
             return stop.message
-        if config.guards:  # before the reference runs, as in the trials (trials.run_trials)
-            context.checkpoint("sweeping ModelNew",
-                               other_globals=_reassigned(problem_module, {**context.overrides, **configuration}))
         reference_output = call_reference(reference_model, inputs, device)
         outcome = check.compare(candidate_output, reference_output, config.tolerance_for)
         if not outcome.passed:

@@ -59,17 +59,3 @@ def apply_policy(policy: str) -> None:
 
 def set_pytorch_default_precision() -> None:
     apply(PYTORCH_DEFAULT_SETTINGS)
-
-
-def snapshot_settings() -> dict:
-    """Every watched setting's value now."""
-    return {name: setting.read() for name, setting in SETTINGS.items()}
-
-
-def changed_settings(before: dict, after: dict) -> list[str]:
-    return [f"{name}: {before[name]} -> {after.get(name)}" for name in before if after.get(name) != before[name]]
-
-
-def restore_settings(snapshot: dict) -> None:
-    """Put the settings back so the reference keeps running under the checking policy."""
-    apply(snapshot)

@@ -26,11 +26,19 @@ _module_counter = itertools.count()
 
 def load_module(path: Path, prefix: str) -> ModuleType:
     """Execute a Python file as a fresh module with a unique name (files may share stems)."""
+    return load_module_in(path, prefix, None)
+
+
+def load_module_in(path: Path, prefix: str, namespace: ModuleType | None) -> ModuleType:
+    """Execute a Python file as a fresh module whose globals start as `namespace`'s public names (KernelBench
+    executes a candidate in its reference's namespace, so `class ModelNew(Model)` works there)."""
     name = f"{prefix}_{next(_module_counter)}_{''.join(c if c.isalnum() else '_' for c in path.stem)}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
+    if namespace is not None:
+        vars(module).update({key: value for key, value in vars(namespace).items() if not key.startswith("__")})
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kbench import flags
-from kbench.build import BuildRecord
 from kbench.config import RunConfig
 from kbench.job import ProgressRecord, SweepCounts
 from kbench.problem import describe_overrides
 from kbench.results import CheckResult, Outcome, Status
+from kbench.sandbox.wire import BuildInfo
 
 
 class Stop(Exception):
@@ -28,13 +28,11 @@ class Stop(Exception):
 class Progress:
     """The phase the worker is in, with seconds per phase, written to the progress file on every change."""
 
-    def __init__(self, path: Path, build: BuildRecord):
+    def __init__(self, path: Path):
         self.path = path
-        self.build = build
         self.record = ProgressRecord()
         self.phase_started = time.monotonic()
         self.phase_seconds: dict[str, float] = {}
-        build.on_change = self._save
 
     def enter(self, phase: str, current: str = "") -> None:
         if phase != self.record.phase:
@@ -76,12 +74,7 @@ class Progress:
         return "; ".join(f"{name} {self.seconds_in(name, now):.2f}" for name in names
                          if self.seconds_in(name, now) >= 0.005)
 
-    def build_seconds(self) -> float | None:
-        return round(self.build.seconds, 3) if self.build.any else None
-
     def _save(self) -> None:
-        self.record = replace(self.record, building=self.build.building, build_since=self.build.building_since,
-                              build_s=self.build_seconds())
         self.record.save(self.path)
 
 
@@ -128,19 +121,14 @@ class Context:
     device: object             # torch.device
     progress: Progress
     findings: Findings
-    watch: object = None       # guards.Watch: settings and harness functions as they were before the import
+    runner: object = None      # remote.RunnerProcess: where the candidate runs
     check: CheckResult | None = None  # the correctness trials so far (kept in the row of a later failure)
-    overrides: dict = field(default_factory=dict)  # global overrides in use (the reference's snapshot's too)
+    overrides: dict = field(default_factory=dict)  # global overrides in use (the official sizes' or the CPU's)
     official: Outcome | None = None   # the verdict at the official sizes, once known (a sweep cannot undo it)
+    build: BuildInfo = field(default_factory=BuildInfo)  # what the runner says its builds did
+    calibration: object = None  # timing.Samples of the runner's stand-in, timed before the candidate's import
 
     @property
     def sizes(self) -> str:
         """The overrides, described ("" = official sizes)."""
         return describe_overrides(self.overrides)
-
-    def checkpoint(self, when: str, other_globals=()) -> None:
-        """Flag what the candidate changed so far (`when`: 'calling ModelNew', say); stop if that rejects it.
-        `other_globals`: problem globals set to other values than the snapshot's on purpose (a sweep's)."""
-        with self.progress.spent("guard: checkpoints"):
-            self.findings.add(self.watch.findings(when, other_globals))
-        self.findings.raise_if_rejected()

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from kbench.config import RunConfig
-from kbench.job import Job, ProgressRecord, final_outcome
+from kbench.job import Job, ProgressRecord
+from kbench.verdicts import sweep_lost
 from kbench.pool import worker_pool
 from kbench.problem import describe_overrides
 from kbench.results import Identity, Outcome, Result, Status, SweepResult
@@ -121,10 +122,7 @@ def lost_worker_outcome(progress: ProgressRecord, returncode: int | None, config
     if phase == "sweeping" and progress.provisional is not None:
         # The official verdict was already in; only the sweep configuration being run was lost, and it
         # counts as run and failed.
-        counts = progress.sweep
-        sweep = SweepResult(passed=counts.passed, run=counts.run + 1, skipped=counts.skipped,
-                            first_failure=f"{progress.current}: {what}")
-        return final_outcome(progress.provisional, sweep, config.strict)
+        return sweep_lost(progress.provisional, progress, what, config.strict)
     status = Status.TIMEOUT if returncode is None else Status.CRASHED
     return Outcome(status=status, message=what, build_s=progress.build_s, flags=progress.flags, sizes=sizes)
 

@@ -1,5 +1,6 @@
-"""Correctness trials: the candidate against the reference on fresh seeded inputs, with the checks that
-need the trials' outputs (input mutation, output types, weak check, low precision, the reference's ops)."""
+"""Correctness trials: the candidate (in its runner) against the reference on fresh seeded inputs, with the
+notes that need the trials' outputs: input mutation, weak check, low precision over every trial, the
+reference's ops and the kernel attribution (each taken on a trial call whose output is checked like the rest)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import time
 from dataclasses import dataclass, replace
 
 from kbench import check, flags, guards
-from kbench.kernels import library_only_message
-from kbench.loading import call, call_reference, clone, tensor_bytes
+from kbench.loading import call_reference, clone, tensor_bytes
 from kbench.progress import Context, Stop
 from kbench.results import CheckResult, Status
 from kbench.truth import NoTruth, Verdict, float64_truth, judge_by_truth, largest_error
@@ -20,25 +20,32 @@ class TrialsResult:
     output_bytes: int          # largest reference output (how many timed outputs can be checked)
 
 
-def run_trials(reference_model, candidate_model, make_inputs, context: Context) -> TrialsResult:
+def trial_mode(trial: int, trials: int, context: Context) -> str:
+    """How the runner makes trial `trial`'s call: the last one records its aten ops, the one before profiles
+    its kernels on a GPU (both after warm-up calls, so a compiled graph is already built); others are plain."""
+    if not context.config.guards:
+        return "plain"
+    if trial == trials - 1:
+        return "ops"
+    if trial == trials - 2 and context.device.type == "cuda":
+        return "kernels"
+    return "plain"
+
+
+def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str], context: Context) -> TrialsResult:
     """Every trial, or a Stop: incorrect at the first set of trials that does not pass, rejected on a flag."""
-    config, device = context.config, context.device
+    config = context.config
     outcomes, truth_verdicts, output_bytes = [], [], 0
     for trial in range(config.trials):
         inputs = make_inputs(config.seed + trial)
-        candidate_inputs = clone(inputs)
-        # The candidate first: while it runs, no reference output for its inputs exists (the reference
-        # already ran at these sizes before the candidate was imported: evaluation.py).
-        candidate_output = call(candidate_model, candidate_inputs, device, Status.RUNTIME_ERROR)
-        # Before the reference runs: a change the candidate's call made to it that undoes itself when the
-        # reference is called (returning the candidate's answer, say) is still there.
-        context.checkpoint("calling ModelNew")
-        reference_output = call_reference(reference_model, inputs, device)
-        guard_output(context, candidate_output)
+        candidate_inputs, reference_inputs = clone(inputs), clone(inputs)
+        # The candidate first: while it runs, no reference output for its inputs exists.
+        candidate_output = candidate.call(candidate_inputs, mode=trial_mode(trial, config.trials, context))
+        reference_output = call_reference(reference_model, reference_inputs, context.device, cloned=True)
+        _note_call(candidate, reference_ops, context)
         output_bytes = max(output_bytes, tensor_bytes(reference_output))
-        if guards.inputs_mutated(inputs, candidate_inputs):
-            context.findings.flag(flags.MUTATED_INPUTS, "forward changed its input tensors in place")
-        context.findings.raise_if_rejected()
+        _check_inputs(inputs, candidate_inputs, reference_inputs, context)
+        _check_aliasing(candidate.last.aliases_input, reference_output, reference_inputs)
         outcome = check.compare(candidate_output, reference_output, config.tolerance_for)
         if not outcome.passed and all(earlier.passed for earlier in outcomes):
             verdict = ask_truth(reference_model, inputs, candidate_output, reference_output, context)
@@ -47,11 +54,12 @@ def run_trials(reference_model, candidate_model, make_inputs, context: Context) 
                 outcome = replace(outcome, passed=True, mismatch=None)
         outcomes.append(outcome)
         context.check = _summary(outcomes, truth_verdicts)
-        if trial == 0 and outcome.passed and config.guards:
-            _note_weak_check(reference_output, context)
-            if guards.low_precision_possible(outcome.norm_err):
+        if outcome.passed and config.guards:
+            if trial == 0:
+                _note_weak_check(reference_output, context)
+            if flags.LOW_PRECISION not in context.findings.flags and guards.low_precision_possible(outcome.norm_err):
                 _note_low_precision(reference_model, inputs, reference_output, candidate_output, context)
-        guards.poison(reference_output)  # freed reference memory must not hold the answer for the next call
+        guards.poison(reference_output)
         del candidate_output, reference_output
     if not context.check.passed:  # with the notes: that no float64 truth could decide, say
         raise Stop(Status.INCORRECT, "; ".join([context.check.first_mismatch or "outputs differ",
@@ -61,6 +69,36 @@ def run_trials(reference_model, candidate_model, make_inputs, context: Context) 
                               f"the candidate is off it by {context.check.truth_candidate_err:.2g}, the float32 "
                               f"reference by {context.check.truth_reference_err:.2g}")
     return TrialsResult(context.check, output_bytes)
+
+
+def _note_call(candidate, reference_ops: set[str], context: Context) -> None:
+    """The notes the runner took on this call: the reference's own ops, a decoy kernel."""
+    reply = candidate.last
+    shared = guards.shared_work_ops(reference_ops, set(reply.ops))
+    if shared:
+        context.findings.flag(flags.CALLS_REFERENCE_OP,
+                              f"calls the reference's own op(s): {', '.join('aten.' + op for op in shared)}")
+    if reply.library_only:
+        context.findings.flag(flags.LIBRARY_ONLY, reply.library_only)
+
+
+def _check_inputs(pristine: list, candidate_inputs: list, reference_inputs: list, context: Context) -> None:
+    """Rejecting flag when the candidate changed its inputs other than as the reference changes its own."""
+    if guards.inputs_mutated(pristine, candidate_inputs) and guards.inputs_mutated(reference_inputs, candidate_inputs):
+        context.findings.flag(flags.MUTATED_INPUTS, "forward changed its input tensors in place, unlike the reference")
+        context.findings.raise_if_rejected()
+
+
+def _check_aliasing(aliasing: tuple[int, ...], reference_output, reference_inputs: list) -> None:
+    """An output that shares memory with an input is wrong unless the reference's does too."""
+    if not aliasing:
+        return
+    from kbench.sandbox.runner import aliasing as overlapping
+    items = list(reference_output) if isinstance(reference_output, (tuple, list)) else [reference_output]
+    reference_aliasing = set(overlapping(items, reference_inputs))
+    for index in aliasing:
+        if index not in reference_aliasing:
+            raise Stop(Status.INCORRECT, f"output {index} shares memory with an input (the reference's does not)")
 
 
 def ask_truth(reference_model, inputs, candidate_output, reference_output, context: Context) -> Verdict | None:
@@ -89,32 +127,6 @@ def _summary(outcomes: list, truth_verdicts: list[Verdict]) -> CheckResult:
 def _largest(values) -> float | None:
     present = [value for value in values if value is not None]
     return max(present) if present else None
-
-
-def guard_output(context: Context, output) -> None:
-    odd_types = guards.non_plain_outputs(output)
-    if odd_types:
-        context.findings.flag(flags.NON_PLAIN_OUTPUT,
-                              f"returned {', '.join(odd_types)} instead of a plain torch.Tensor")
-
-
-def note_reference_ops(reference_ops: set[str], candidate_model, inputs, context: Context) -> None:
-    """Noting flag when the candidate runs the aten ops that carry the reference's work (`reference_ops`, as
-    guards.record_ops found them)."""
-    candidate_ops = guards.record_ops(
-        lambda: call(candidate_model, clone(inputs), context.device, Status.RUNTIME_ERROR))
-    shared = guards.shared_work_ops(reference_ops, candidate_ops)
-    if shared:
-        context.findings.flag(flags.CALLS_REFERENCE_OP,
-                              f"calls the reference's own op(s): {', '.join('aten.' + op for op in shared)}")
-
-
-def note_library_only(candidate_model, inputs, context: Context) -> None:
-    """Noting flag when no kernel of the candidate's own does a meaningful share of its GPU work (a custom
-    kernel compiled but never launched is a decoy: the library did the work)."""
-    message = library_only_message(lambda: candidate_model(*clone(inputs)))
-    if message:
-        context.findings.flag(flags.LIBRARY_ONLY, message)
 
 
 def _note_weak_check(reference_output, context: Context) -> None:

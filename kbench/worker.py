@@ -1,4 +1,5 @@
-"""The worker process: one evaluation in a fresh child, its Outcome written to a file.
+"""The worker process, the judge: one evaluation in a fresh child, its Outcome written to a file. The candidate
+runs in the judge's runner (remote.py), never here.
 
 The parent (runner.py) starts `python -m kbench.worker JOB.json`, or a waiting worker (`--wait DEVICE`)
 that warms up and then reads the job's path from stdin, with its output going to a log file and a
@@ -19,13 +20,12 @@ from pathlib import Path
 
 import torch
 
-# Everything the worker checks and times with is imported before any candidate, so the harness
-# snapshot (guards.HarnessSnapshot) holds the real functions.
-from kbench import evaluation, guards, kernels, policy, reference_guard, slots
-from kbench.build import BuildRecord, install_build_hooks, versions_tag
+from kbench import evaluation, guards, policy
 from kbench.job import Job, write_json_atomic
 from kbench.progress import Progress
+from kbench.remote import RunnerProcess
 from kbench.results import Outcome
+from kbench.sandbox.limits import judge_protection
 
 _PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 
@@ -39,17 +39,20 @@ def main(argv: list[str]) -> int:
     """
     faulthandler.enable()  # a segfault leaves a Python stack in the log
     die_with_parent()
+    judge_protection()
     os.nice(int(os.environ.get("KBENCH_NICE", "0")))  # a build: the compilers it starts inherit it
     if argv[0] == "--wait":
-        _warm_up(argv[1])
+        runner = _warm_up(argv[1])
         line = sys.stdin.readline().strip()
         if not line:
+            runner.stop()
             return 0  # the parent closed the pipe: no job came
         job = Job.load(Path(line))
         _redirect_output(job.log_path)
     else:
         job = Job.load(Path(argv[0]))
-    outcome = run(job)
+        runner = RunnerProcess(job.device)
+    outcome = run(job, runner)
     write_json_atomic(Path(job.result_path), outcome.to_dict())
     # The verdict is written: skip interpreter and CUDA teardown, which the parent would wait for.
     sys.stdout.flush()
@@ -73,17 +76,15 @@ def die_with_parent() -> None:
         os._exit(1)  # the parent died before the request above took effect
 
 
-def _warm_up(device: str) -> None:
-    """Importing this module loaded torch and kbench; import what building extensions needs, prime the
-    dispatcher, create the CUDA context, start the profiler once (its first start takes far longer than a
-    profile: the kernel attribution's guard) and take a first reference snapshot (reference_guard.warm_up)."""
-    import torch.utils.cpp_extension  # noqa: F401  (setuptools and all: a tenth of a second, every evaluation)
+def _warm_up(device: str) -> RunnerProcess:
+    """Start the runner first (forked before this process touches CUDA, it warms up beside the judge), then
+    prime the dispatcher (the reference's op recording) and create the judge's CUDA context."""
+    runner = RunnerProcess(device)
     guards.prime_dispatch()
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.zeros(1, device=device)  # creates the CUDA context
-        kernels.profile_kernels(lambda: torch.zeros(1, device=device).add_(1))
-    reference_guard.warm_up(device)
+    return runner
 
 
 def _redirect_output(log_path: str) -> None:
@@ -96,21 +97,17 @@ def _redirect_output(log_path: str) -> None:
     os.close(descriptor)
 
 
-def run(job: Job) -> Outcome:
-    """Evaluate one job; every failure the worker can observe becomes the outcome's status."""
-    config = job.config
+def run(job: Job, runner: RunnerProcess) -> Outcome:
+    """Evaluate one job (the candidate in `runner`); every failure the judge can observe becomes the outcome's
+    status."""
     device = torch.device(job.device)
     if device.type == "cuda":
-        torch.cuda.set_device(device)  # .cuda() and new tensors inside the candidate land on this GPU
-    build = BuildRecord(log_path=Path(job.log_path) if job.log_path else None)
-    progress = Progress(Path(job.progress_path), build)
-    os.environ.setdefault("TRITON_CACHE_DIR", str(config.cache_dir / "triton" / versions_tag()))
-    install_build_hooks(config.cache_dir / "extensions" / versions_tag(), build)
-    slots.install_compiler_wrappers(config.cache_dir / "extensions" / versions_tag())
-    policy.apply_policy(config.policy)
+        torch.cuda.set_device(device)
+    progress = Progress(Path(job.progress_path))
+    policy.apply_policy(job.config.policy)
     environment = {"device_name": _device_name(device), "torch_version": torch.__version__,
                    "cuda_version": torch.version.cuda or ""}
-    return evaluation.judge(job, device, progress, environment)
+    return evaluation.judge(job, device, progress, environment, runner)
 
 
 def _device_name(device) -> str:

@@ -1,0 +1,116 @@
+"""What a runner may do, narrowed before it imports the candidate.
+
+- Its own session and process group (the judge starts it so) and death with the judge (die_with_parent).
+- Landlock, where the kernel offers it and the `landlock` package is installed: files may be written only
+  under the folders the judge names (its scratch folder, the exchange folder, the build cache, /dev for the
+  GPU's device files); reading stays open (the candidate reads the problem and torch).
+- No new privileges; as root, no network (a fresh network namespace) and no capabilities, so it cannot
+  ptrace the judge or read its memory (the judge also makes itself non-dumpable: judge_protection).
+- No core files.
+
+Each protection that cannot be had here is named in the notes confine() returns; the judge records them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import sys
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PR_CAPBSET_DROP = 24
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_NO_NEW_PRIVS = 38
+_CLONE_NEWNET = 0x40000000
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_LAST_CAPABILITY = 63
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def die_with_parent() -> None:
+    """Have Linux kill this process when the judge (the thread that started it) ends."""
+    if sys.platform.startswith("linux"):
+        _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() == 1:
+            os._exit(1)
+
+
+def judge_protection() -> None:
+    """In the judge: non-dumpable, so a process of the same user without CAP_SYS_PTRACE can neither ptrace it
+    nor read /proc/PID/mem or environ; and a subreaper, so whatever its runner leaves behind becomes the
+    judge's child, which it can find and kill (remote.RunnerProcess.stop)."""
+    if sys.platform.startswith("linux"):
+        libc = _libc()
+        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def confine(writable: list[Path]) -> list[str]:
+    """Narrow this process's rights; returns a note for each protection that could not be applied."""
+    notes = []
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if not sys.platform.startswith("linux"):
+        return ["not Linux: the runner is not confined"]
+    libc = _libc()
+    if os.geteuid() == 0:
+        if libc.unshare(_CLONE_NEWNET) != 0:
+            notes.append(f"network not isolated ({os.strerror(ctypes.get_errno())})")
+    else:
+        notes.append("network not isolated (needs root)")
+    notes += _landlock(writable)
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if os.geteuid() == 0:
+        notes += _drop_capabilities(libc)
+    return notes
+
+
+def _landlock(writable: list[Path]) -> list[str]:
+    try:
+        import landlock
+        from landlock import FSAccess
+    except ImportError:
+        return ["writes not confined (install the 'landlock' package)"]
+    try:
+        version = landlock.landlock_abi_version()
+    except OSError as error:
+        return [f"writes not confined (Landlock unavailable: {error.strerror})"]
+    reading = FSAccess.EXECUTE | FSAccess.READ_FILE | FSAccess.READ_DIR
+    rights = FSAccess.all() & ~reading
+    if version < 3:
+        rights &= ~FSAccess.TRUNCATE
+    try:
+        ruleset = landlock.Ruleset(restrict_rules=rights)
+        for folder in writable:
+            if folder.exists():
+                ruleset.allow(str(folder), rules=rights)
+        ruleset.apply()
+    except Exception as error:  # a kernel that refuses part of the ruleset: run without it, and say so
+        return [f"writes not confined (Landlock: {error})"]
+    return []
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_capabilities(libc) -> list[str]:
+    """Root keeps its uid (files it builds stay readable by the judge) but loses every capability: no ptrace
+    of the judge, no reading its memory, no mounting, no raw network."""
+    for capability in range(_LAST_CAPABILITY + 1):
+        libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0)  # fails past the kernel's last: harmless
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        return [f"capabilities not dropped ({os.strerror(ctypes.get_errno())})"]
+    return []

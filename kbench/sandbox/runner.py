@@ -1,0 +1,342 @@
+"""The runner: the process that imports the candidate, builds ModelNew and calls it for the judge.
+
+`python -m kbench.sandbox.runner COMMANDS_FD REPLIES_FD DEVICE`, started by the judge (kbench.remote) in a
+session of its own. It warms up (torch, the CUDA context) before the judge's first command, confines itself
+(limits.py) when told what it may write, and from then on does what the judge asks: import the solution in
+the problem's namespace (KernelBench's convention: `class ModelNew(Model)` works), build instances, call them
+on tensors in the judge's arenas and copy their outputs into the judge's output arenas. Everything here is
+the candidate's to change once it is imported; the judge trusts none of it (remote.py says how it checks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+import torch.utils._python_dispatch
+
+from kbench.sandbox import limits, wire
+from kbench.sandbox.arenas import RunnerArenas, dtype_name, dtype_of, nbytes
+
+
+def main(argv: list[str]) -> int:
+    commands, replies, device = int(argv[0]), int(argv[1]), torch.device(argv[2])
+    limits.die_with_parent()
+    _warm_up(device)
+    runner = Runner(device, replies)
+    while True:
+        try:
+            message = wire.receive(commands, limit=1 << 30)
+        except wire.ChannelClosed:
+            return 0
+        if message.get("op") == "quit":
+            return 0
+        try:
+            reply = runner.handle(message)
+        except Exception as error:  # a fault of ours or the candidate's: say it, and go on
+            traceback.print_exc()
+            reply = {"failure": {"status": "runtime_error", "message": _one_line(error)}}
+        _flush()
+        wire.send(replies, reply)
+
+
+def _warm_up(device: torch.device) -> None:
+    """What every evaluation needs before the candidate: torch's extension builder, the dispatcher's first
+    dispatch mode, the CUDA context and the profiler's first start."""
+    import torch.utils.cpp_extension  # noqa: F401
+    from kbench import kernels
+    record_ops(lambda: torch.zeros(1) + 1)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.zeros(1, device=device)
+        kernels.profile_kernels(lambda: torch.zeros(1, device=device).add_(1))
+
+
+class Runner:
+    def __init__(self, device: torch.device, replies: int):
+        self.device = device
+        self.replies = replies
+        self.arenas = RunnerArenas()
+        self.problem = None
+        self.solution = None
+        self.instances: dict[str, object] = {}
+        self.pending = None         # outputs waiting for bigger arenas
+
+    def handle(self, message: dict) -> dict:
+        for description in message.get("arenas", []):
+            self.arenas.open(description)
+        op = message.get("op")
+        if op == "echo":
+            self.instances["echo"] = Echo([(dtype_of(kind), tuple(shape)) for kind, shape in message["outputs"]],
+                                      self.device)
+            return {"ok": True}
+        if op == "load":
+            return self._load(message)
+        if op == "build":
+            return self._build(message)
+        if op == "call":
+            return self._call(message)
+        if op == "deliver":
+            return self._deliver(message["outputs"])
+        return {"failure": {"status": "runtime_error", "message": f"unknown command {op!r}"}}
+
+    # --- loading ----------------------------------------------------------------------------------------
+
+    def _load(self, message: dict) -> dict:
+        from kbench import policy, slots
+        from kbench.build import BuildError, BuildRecord, install_build_hooks
+        from kbench.problem import load_module, load_module_in
+        os.environ.setdefault("TRITON_CACHE_DIR", message["triton_cache"])
+        if message.get("log_path"):
+            _redirect_output(message["log_path"])
+        record = BuildRecord(log_path=Path(message["log_path"]) if message.get("log_path") else None)
+        record.on_change = lambda: wire.send(self.replies, {"event": "building", "building": record.building,
+                                                            "since": record.building_since})
+        install_build_hooks(Path(message["extensions"]), record)
+        slots.install_compiler_wrappers(Path(message["extensions"]))
+        policy.apply_policy(message["policy"])
+        torch.set_grad_enabled(False)  # as the judge calls the reference; the candidate may turn it on
+        notes = limits.confine([Path(path) for path in message["writable"]])
+        try:
+            self.problem = load_module(Path(message["problem"]), "kbench_problem")
+            self.solution = load_module_in(Path(message["solution"]), "kbench_solution", self.problem)
+        except BuildError as error:
+            return _failure("compile_error", str(error), record)
+        except (Exception, SystemExit) as error:
+            traceback.print_exc()
+            return _failure("load_error", _one_line(error), record)
+        if not isinstance(getattr(self.solution, "ModelNew", None), type):
+            return _failure("load_error", "the solution defines no ModelNew class", record)
+        self.namespaces = Namespaces(self.problem, self.solution)
+        return {"ok": True, "build": _build_info(record), "notes": notes}
+
+    def _build(self, message: dict) -> dict:
+        from kbench.build import BuildError
+        self.namespaces.set(wire.decode_value(message.get("overrides", {})))
+        init = [self._argument(item) for item in message["init"]]
+        self.instances = {name: model for name, model in self.instances.items() if name == "echo"}
+        torch.manual_seed(int(message["seed"]))
+        try:
+            model = self.solution.ModelNew(*init)
+            if isinstance(model, torch.nn.Module):
+                model = model.to(self.device)
+        except BuildError as error:
+            return {"failure": {"status": "compile_error", "message": str(error)}}
+        except Exception as error:
+            traceback.print_exc()
+            return {"failure": {"status": "load_error",
+                                "message": f"ModelNew(*get_init_inputs()) failed: {_one_line(error)}"}}
+        self.instances[message["instance"]] = model
+        return {"ok": True}
+
+    # --- calls ------------------------------------------------------------------------------------------
+
+    def _argument(self, item):
+        if isinstance(item, dict) and "tensor" in item:
+            ref = item["tensor"]
+            return self.arenas.view(ref["arena"], dtype_of(ref["dtype"]), ref["shape"])
+        return wire.decode_value(item["value"])
+
+    def _call(self, message: dict) -> dict:
+        model = self.instances[message["instance"]]
+        arguments = [self._argument(item) for item in message["args"]]
+        mode = message.get("mode", "plain")
+        reply: dict = {}
+        try:
+            if mode == "timed":
+                output, reply["timed_ms"] = self._timed(model, arguments)
+            elif mode == "ops":
+                found: set[str] = set()
+                output = _capture(lambda: found.update(record_ops(lambda: _keep(model(*arguments)))))
+                reply["ops"] = sorted(found)
+            elif mode == "kernels":
+                from kbench import kernels
+                reply["library_only"] = kernels.library_only_message(lambda: model(*arguments))
+                output = model(*arguments)
+            else:
+                output = model(*arguments)
+            _synchronize(self.device)
+        except Exception as error:
+            traceback.print_exc()
+            return {"failure": {"status": "runtime_error", "message": _one_line(error)}}
+        items, sequence = _as_items(output)
+        reply.update(sequence=sequence, outputs=[_describe(item) for item in items],
+                     aliases_input=aliasing(items, arguments))
+        self.pending = (items, reply)
+        return self._deliver(message["outputs"])
+
+    def _timed(self, model, arguments):
+        if self.device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            output = model(*arguments)
+            end.record()
+            torch.cuda.synchronize()
+            return output, start.elapsed_time(end)
+        started = time.perf_counter()
+        output = model(*arguments)
+        return output, (time.perf_counter() - started) * 1e3
+
+    def _deliver(self, arenas: list[str]) -> dict:
+        """Copy the pending outputs into the judge's output arenas, or ask for room."""
+        items, reply = self.pending
+        plain = [item for item in items if _is_plain(item)]
+        needed = [nbytes(item.dtype, item.shape) for item in plain]
+        if len(arenas) < len(plain) or any(size > self.arenas.buffers[arena].numel()
+                                           for size, arena in zip(needed, arenas)):
+            return {"grow": needed}
+        for item, arena in zip(plain, arenas):
+            self.arenas.view(arena, item.dtype, item.shape).copy_(item.detach())
+        _synchronize(self.device)
+        self.pending = None
+        return reply
+
+
+class Echo:
+    """The runner's own stand-in for a model, for calibration before the candidate is imported: outputs of
+    the reference's dtypes and shapes, freshly allocated and written like a kernel's would be."""
+
+    def __init__(self, outputs, device):
+        self.outputs = outputs
+        self.device = device
+
+    def __call__(self, *_arguments):
+        made = [torch.empty(shape, dtype=dtype, device=self.device).fill_(1) for dtype, shape in self.outputs]
+        return made[0] if len(made) == 1 else tuple(made)
+
+
+def _as_items(output) -> tuple[list, bool]:
+    if isinstance(output, (tuple, list)):
+        return list(output), True
+    return [output], False
+
+
+def _is_plain(item) -> bool:
+    return type(item) in (torch.Tensor, torch.nn.Parameter)
+
+
+def _describe(item) -> dict:
+    if not isinstance(item, torch.Tensor):
+        return {"kind": type(item).__name__[:100], "dtype": "", "shape": [], "device": ""}
+    kind = "Tensor" if _is_plain(item) else type(item).__name__[:100]
+    try:
+        return {"kind": kind, "dtype": dtype_name(item.dtype), "shape": list(item.shape), "device": str(item.device)}
+    except Exception:  # a subclass whose attributes raise
+        return {"kind": kind, "dtype": "", "shape": [], "device": ""}
+
+
+def aliasing(items: list, arguments: list) -> list[int]:
+    """Outputs whose memory overlaps an input's."""
+    spans = [_span(value) for value in arguments if isinstance(value, torch.Tensor)]
+    found = []
+    for index, item in enumerate(items):
+        if _is_plain(item) and item.numel():
+            start, end = _span(item)
+            if any(start < other_end and other_start < end for other_start, other_end in spans):
+                found.append(index)
+    return found
+
+
+def _span(tensor: torch.Tensor) -> tuple[int, int]:
+    storage = tensor.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+class Namespaces:
+    """The problem's globals at the judge's sizes, in the runner's copy of the problem and in the solution's
+    namespace where it still holds the problem's value (a candidate may read `in_channels`, as in
+    KernelBench, where it runs in the reference's namespace)."""
+
+    def __init__(self, problem, solution):
+        self.problem, self.solution = problem, solution
+        self.official = dict(vars(problem))
+        self.active = contextlib.ExitStack()
+        self.written: dict[str, object] = {}   # what set() wrote into the solution's namespace
+
+    def set(self, overrides: dict) -> None:
+        from kbench.problem import overridden
+        namespace = vars(self.solution)
+        for name, value in self.written.items():
+            if namespace.get(name) is value:
+                namespace[name] = self.official[name]
+        self.written = {}
+        self.active.close()
+        self.active = contextlib.ExitStack()
+        self.active.enter_context(overridden(self.problem, overrides))
+        for name, official in self.official.items():
+            now = vars(self.problem).get(name)
+            if now is not official and namespace.get(name) is official:
+                namespace[name] = self.written[name] = now
+
+
+class _OpRecorder(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.add(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def record_ops(call) -> set[str]:
+    """The aten ops dispatched while `call` runs (from Python and C++ alike)."""
+    recorder = _OpRecorder()
+    with recorder:
+        call()
+    return recorder.ops
+
+
+_kept: list = []
+
+
+def _keep(output):
+    _kept.append(output)
+
+
+def _capture(call):
+    _kept.clear()
+    call()
+    return _kept.pop()
+
+
+def _failure(status: str, message: str, record) -> dict:
+    return {"failure": {"status": status, "message": message}, "build": _build_info(record)}
+
+
+def _build_info(record) -> dict:
+    return {"seconds": record.seconds if record.any else None, "reused": record.all_reused,
+            "extensions": len(record.folders)}
+
+
+def _redirect_output(log_path: str) -> None:
+    """This process's stdout and stderr (and the compilers') to the evaluation's log."""
+    _flush()
+    descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    os.close(descriptor)
+
+
+def _synchronize(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _flush() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def _one_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,82 @@
+"""The judge's verdict rules in one place: how an official verdict, a sweep and the flags make the recorded
+outcome, what a lost sweep configuration does, and the timing rules that reject. Torch-free: the parent
+applies the same rules to a judge that died mid-sweep (runner.lost_worker_outcome)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kbench import flags, stats
+from kbench.results import Outcome, Status, SweepResult, Timing
+
+# The runner's time for the candidate's call, beside the judge's wall time around the same call: the wall
+# time may exceed the runner's time by the protocol's own cost (the upper quartile of a stand-in's, timed
+# before the candidate is imported) plus a margin: the larger of UNCLOCKED_MIN_MS, UNCLOCKED_FRACTION of the
+# candidate's time and twice the stand-in's spread (a busy host's wake-ups); beyond it, the candidate did work
+# its timer did not see. That margin is all such work can gain.
+UNCLOCKED_MIN_MS = 0.1
+UNCLOCKED_FRACTION = 0.10
+# A time the runner claims longer than the judge's wall time around it, by more than this, is impossible.
+CLAIM_SLACK_MS = 0.02
+
+
+def final_outcome(official: Outcome, sweep: SweepResult | None, strict: bool) -> Outcome:
+    """The verdict to record: a failed sweep adds its noting flag and reason to the official verdict;
+    noting flags fail a correct result only under --strict."""
+    outcome = replace(official, sweep=sweep)
+    if sweep is not None and sweep.first_failure:
+        reason = f"sweep failed at {sweep.first_failure}"
+        outcome = replace(outcome, flags=tuple(dict.fromkeys(outcome.flags + (flags.SWEEP_FAILED,))),
+                          message="; ".join(filter(None, [outcome.message, reason])))
+    if strict and outcome.status == Status.CORRECT and any(name in flags.NOTING for name in outcome.flags):
+        outcome = replace(outcome, status=Status.INCORRECT)
+    return outcome
+
+
+def sweep_lost(official: Outcome, progress, what: str, strict: bool) -> Outcome:
+    """The official verdict stands; the sweep configuration being run (progress: job.ProgressRecord) counts as
+    run and failed with `what`."""
+    counts = progress.sweep
+    sweep = SweepResult(passed=counts.passed, run=counts.run + 1, skipped=counts.skipped,
+                        first_failure=f"{progress.current or 'after the sweep'}: {what}")
+    return final_outcome(official, sweep, strict)
+
+
+def timing_mismatch(candidate_ms: list[float], candidate_wall_ms: list[float],
+                    calibration_ms: list[float], calibration_wall_ms: list[float]) -> str | None:
+    """Why the runner's times for the candidate's calls do not agree with the judge's clock, or None.
+
+    The judge's wall time around a call covers the runner's timed region plus the protocol's cost (the
+    request, the output's copy into the judge's arenas, the reply), which the stand-in measured before the
+    candidate was imported. A candidate whose timer is shorter than what the judge saw by more than that cost
+    and the margin did work outside it (after the clock stopped, on another stream, or in a lazy output), or
+    lied about its time."""
+    if not candidate_ms:
+        return None
+    impossible = [(ms, wall) for ms, wall in zip(candidate_ms, candidate_wall_ms) if ms > wall + CLAIM_SLACK_MS]
+    if impossible:
+        ms, wall = impossible[0]
+        return f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
+    gaps = [wall - ms for ms, wall in zip(calibration_ms, calibration_wall_ms)] or [0.0]
+    protocol = _upper_quartile(gaps)
+    timed = stats.median(candidate_ms)
+    unclocked = stats.median([wall - ms for ms, wall in zip(candidate_ms, candidate_wall_ms)]) - protocol
+    if unclocked > max(UNCLOCKED_MIN_MS, UNCLOCKED_FRACTION * timed, 2 * stats.iqr(gaps)):
+        return (f"work outside the candidate's timer: the judge saw each call take {unclocked:.3g} ms more than "
+                f"the {timed:.3g} ms it reported (beyond the protocol's own {protocol:.3g} ms)")
+    return None
+
+
+def _upper_quartile(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[(3 * (len(ordered) - 1)) // 4]
+
+
+def note_slowed_reference(alone: Timing, during: Timing, findings) -> None:
+    """Rejecting flag when the reference ran slower beside the candidate than alone before it was imported."""
+    ratio = stats.slowdown(alone.samples_ms, during.samples_ms)
+    if ratio is not None:
+        findings.flag(flags.SLOWED_REFERENCE,
+                      f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "
+                      f"{during.median_ms:.3g} ms against {alone.median_ms:.3g} ms before it was imported)")
+        findings.raise_if_rejected()
