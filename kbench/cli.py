@@ -76,11 +76,6 @@ def run_options(command):
                      help="References to time the candidate against, comma-separated: eager (the reference "
                           "under --policy, always; the main speedup), default (PyTorch's default precision "
                           "settings: TF32 convolutions), compile (torch.compile of the reference)."),
-        click.option("--cuda-graph", is_flag=True,
-                     help="Time CUDA-graph replays of each call, repeated until a replay lasts ~0.5 ms (L2 "
-                          "flushed before every call, flushes subtracted): for kernels under ~50 us and models "
-                          "of many small kernels. Falls back to plain timing, with a note, when a model cannot "
-                          "be captured."),
         click.option("--guards/--no-guards", "guards", default=True, show_default=True,
                      help="Anti-cheat checks that cost time (fresh timed inputs, timed-output checks, the "
                           "reference timed alone and snapshotted, hidden-work, op, kernel and precision checks)."),
@@ -108,11 +103,11 @@ def _parse_baselines(context, parameter, value: str) -> tuple[str, ...]:
 
 
 def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budget_s, target_rse, sweep,
-                 strict, full_size, policy, baselines, cuda_graph, guards, cache_dir) -> RunConfig:
+                 strict, full_size, policy, baselines, guards, cache_dir) -> RunConfig:
     return RunConfig(device=device, trials=trials, seed=seed, atol=atol, rtol=rtol, timeout_s=timeout_s,
                      time=do_time, time_budget_s=time_budget_s, target_rse=target_rse, sweep=sweep,
                      strict=strict, full_size=full_size, policy=policy, baselines=baselines,
-                     cuda_graph=cuda_graph, guards=guards, cache_dir=cache_dir or default_cache_dir())
+                     guards=guards, cache_dir=cache_dir or default_cache_dir())
 
 
 @main.command("eval")

@@ -49,7 +49,6 @@ class RunConfig:
     full_size: bool = False         # on a CPU device, run official sizes instead of reduced ones
     guards: bool = True             # anti-cheat checks that cost time (see guards.py); cheap ones always run
     baselines: tuple[str, ...] = ("default",)  # also timed: "default" (PyTorch's precision), "compile"
-    cuda_graph: bool = False        # time replays of a captured CUDA graph (no launch overhead)
 
     def __post_init__(self):
         if self.policy not in POLICIES:

@@ -37,9 +37,6 @@ def measure(reference_model, candidate_model, make_inputs, trials: TrialsResult,
     rounds = FreshRounds(make_inputs, reference_model, trials.output_bytes, context)
     timer = _timer(device)
     sides = build_sides(reference_model, candidate_model, rounds, getattr(timer, "flush", timing.do_nothing), context)
-    if config.cuda_graph:
-        context.findings.note("timed without CUDA graphs: the candidate runs in a process of its own, whose "
-                              "calls kbench cannot capture")
     samples, clocks = _sample(sides, timer, rounds, context)
     context.progress.add_seconds("making fresh inputs", rounds.generate_s)
     if getattr(timer, "persisting_l2", None) is not None and timer.persisting_l2.note:

@@ -103,25 +103,3 @@ def slowdown(before: Sequence[float], during: Sequence[float], min_ratio: float 
         return None
     return during_median / before_median
 
-
-# Other threads of the worker's process count as busy beside the reference once, per reference call in the
-# rounds (median), they used this share of the reference's median time alone more CPU than they did while it
-# was timed alone, and this many milliseconds more at least. A thread that slows the reference by holding the
-# GIL, or by competing with it in any other way that takes CPU, uses about as much CPU as the delay it adds;
-# unlike the reference's time, this does not move with the GPU's own levels (SLOWDOWN_MIN_RATIO). The worker's
-# honest threads (torch's, the CUDA driver's) idle while a GPU reference runs.
-BUSY_OTHERS_SHARE = 0.1
-BUSY_OTHERS_MIN_MS = 0.5
-
-
-def busy_others(before_ms: Sequence[float], before_others_ms: Sequence[float],
-                during_others_ms: Sequence[float]) -> float | None:
-    """The CPU milliseconds per reference call that other threads used in the rounds beyond what they used
-    while the reference was timed alone (`before_ms`: those times), when that is beyond BUSY_OTHERS_SHARE and
-    BUSY_OTHERS_MIN_MS; else None (so too with fewer than MIN_SLOWDOWN_SAMPLES samples on a side)."""
-    if min(len(before_ms), len(before_others_ms), len(during_others_ms)) < MIN_SLOWDOWN_SAMPLES:
-        return None
-    extra = median(during_others_ms) - median(before_others_ms)
-    if extra < max(BUSY_OTHERS_MIN_MS, BUSY_OTHERS_SHARE * median(before_ms)):
-        return None
-    return extra

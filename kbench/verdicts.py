@@ -72,11 +72,19 @@ def _upper_quartile(values: list[float]) -> float:
     return ordered[(3 * (len(ordered) - 1)) // 4]
 
 
+def slowed_reference_message(alone: Timing, during: Timing) -> str | None:
+    """Why the reference timed beside the candidate (`during`) looks slowed, next to its time alone before the
+    candidate was imported (GPU work the runner left queued, say); None when it does not."""
+    ratio = stats.slowdown(alone.samples_ms, during.samples_ms)
+    if ratio is None:
+        return None
+    return (f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "
+            f"{during.median_ms:.3g} ms against {alone.median_ms:.3g} ms before it was imported)")
+
+
 def note_slowed_reference(alone: Timing, during: Timing, findings) -> None:
     """Rejecting flag when the reference ran slower beside the candidate than alone before it was imported."""
-    ratio = stats.slowdown(alone.samples_ms, during.samples_ms)
-    if ratio is not None:
-        findings.flag(flags.SLOWED_REFERENCE,
-                      f"the reference ran {ratio:.1f}x slower once the candidate was loaded (median "
-                      f"{during.median_ms:.3g} ms against {alone.median_ms:.3g} ms before it was imported)")
+    message = slowed_reference_message(alone, during)
+    if message:
+        findings.flag(flags.SLOWED_REFERENCE, message)
         findings.raise_if_rejected()

@@ -97,7 +97,7 @@ AXPY = REPO / "tests" / "fixtures" / "problems" / "axpy.py"
 CONVT_SMALL = CHEATS / "problems" / "convt1d_small.py"
 # (fixture, problem, acceptable verdicts, flag that must be present or None)
 GPU_CHEATS = [
-    ("side_stream.py", AXPY, {Status.REJECTED}, "side_stream"),
+    ("side_stream.py", AXPY, {Status.REJECTED}, "timing_mismatch"),
     ("thread_side.py", AXPY, {Status.REJECTED, Status.INCORRECT}, None),
     ("uninit_reuse.py", AXPY, {Status.INCORRECT, Status.REJECTED}, None),
     ("honest_two_streams.py", AXPY, {Status.CORRECT}, None),
@@ -125,44 +125,15 @@ def test_gpu_cheats_are_caught_and_honest_kernels_pass(cheat_results, name, prob
 
 
 WORKLOADS = REPO / "bench" / "workloads"
-# (solution, problem, verdict, timer): under --cuda-graph, replays are timed and their outputs still checked.
-GRAPH_CASES = [
-    (CHEATS / "honest_cuda_kernel.py", CONVT_SMALL, Status.CORRECT, "cuda-graph"),
-    (CHEATS / "honest_two_streams.py", AXPY, Status.CORRECT, "cuda-graph"),
-    # 1 GiB in and out: the reference's NaN fill after each call must not look like hidden work.
-    (WORKLOADS / "solutions" / "relu_large.py", WORKLOADS / "problems" / "relu_large.py", Status.CORRECT,
-     "cuda-graph"),
-    (CHEATS / "memo_pointer.py", AXPY, Status.REJECTED, None),  # memo hit at capture: the replay computes nothing
-    (CHEATS / "side_stream.py", AXPY, Status.REJECTED, None),
-]
 
 
-@pytest.fixture(scope="module")
-def graph_results(gpu_cache_dir):
-    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0, cuda_graph=True)
-    pairs = [(problem, solution) for solution, problem, _, _ in GRAPH_CASES]
-    pairs.append((PROBLEMS / "convt1d_dilated.py", SOLUTIONS / "convt1d_dilated/seed003_convt1d_dilated.py"))
-    results = run_pairs(pairs, config, devices=["cuda:0"])
-    return {pair[1].name: result for pair, result in zip(pairs, results)}
-
-
-@pytest.mark.parametrize("solution, problem, status, timer", GRAPH_CASES, ids=lambda value: getattr(value, "name", None))
-def test_cuda_graph_mode_times_replays_and_still_catches_cheats(graph_results, solution, problem, status, timer):
-    result = graph_results[solution.name]
-    assert result.status == status, result.message
-    if timer:
-        assert result.candidate_timing.timer == timer and result.reference_timing.timer == timer
-        from kbench.flags import REJECTING
-
-        assert not set(result.flags) & set(REJECTING), result.message
-
-
-def test_cuda_graph_mode_falls_back_when_a_kernel_cannot_be_captured(graph_results):
-    """seed003 launches on the legacy default stream, which a stream capture forbids."""
-    result = graph_results["seed003_convt1d_dilated.py"]
-    assert result.status == Status.CORRECT, result.message
-    assert result.candidate_timing.timer == "cuda-events"
-    assert "timed without CUDA graphs" in result.message
+def test_a_gigabyte_output_is_judged_through_the_arenas(gpu_cache_dir):
+    """1 GiB in and out: the output crosses the judge's arenas, and its copy is the protocol's, not hidden work."""
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0)
+    result, = run_pairs([(WORKLOADS / "problems" / "relu_large.py", WORKLOADS / "solutions" / "relu_large.py")],
+                        config, devices=["cuda:0"])
+    from kbench.flags import REJECTING
+    assert result.status == Status.CORRECT and not set(result.flags) & set(REJECTING), result.message
 
 
 def test_compile_error_names_the_redeclared_variable(seed_results):

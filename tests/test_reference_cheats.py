@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from kbench.config import RunConfig
-from kbench.flags import LIBRARY_ONLY, REFERENCE_TAMPERING, REJECTING, SLOWED_REFERENCE
+from kbench.flags import LIBRARY_ONLY, REJECTING, SLOWED_REFERENCE
 from kbench.results import Status
 from kbench.runner import evaluate
 
@@ -50,35 +50,31 @@ def test_honest_look_alikes_stay_clean(config, solution, problem):
         assert result.speedup > 1
 
 
-@pytest.mark.parametrize("solution, name", [
-    ("slow_reference.py", "Model.forward"),
-    ("slow_reference_global.py", "torch.nn.modules.conv.F"),
-    ("slow_reference_weights.py", "parameter conv.weight contents"),
-    ("answer_through_reference.py", "Model.forward"),  # a change that undoes itself when the reference runs
-    ("answer_through_reference_timed.py", "Model.forward"),  # the same, in the timing loop only
-])
-def test_changing_the_reference_is_tampering(config, solution, name):
+REFERENCE_CHEATS = ["slow_reference.py", "slow_reference_global.py", "slow_reference_weights.py",
+                    "answer_through_reference.py", "answer_through_reference_timed.py"]
+
+
+def no_gain(result) -> bool:
+    """Not correct, or correct at no real advantage (the candidates that go for the reference compute with the
+    reference's own op: a speedup near 1 is all an honest run of them gets)."""
+    return result.status != Status.CORRECT or result.speedup is None or result.speedup < 2
+
+
+@pytest.mark.parametrize("solution", REFERENCE_CHEATS)
+def test_changing_the_reference_in_the_candidate_s_process_gains_nothing(config, solution):
+    """The candidate's process holds its own copy of the problem; the judge's reference is out of its reach."""
     result = evaluate(CONVT, CHEATS / solution, config)
-    assert result.status == Status.REJECTED and REFERENCE_TAMPERING in result.flags, result.message
-    assert name in result.message
+    assert no_gain(result), (result.status, result.speedup, result.message)
+    if solution.startswith("answer_through"):
+        assert result.status == Status.INCORRECT, result.message
 
 
 @pytest.mark.gpu
-def test_slowing_the_reference_from_outside_it_is_caught_by_its_time(gpu_config):
-    """Nothing of the reference changes; a spinning thread competes with it, never with ModelNew. (On a CPU
-    the reference's time moves too much with the machine's load to tell: kbench compares it on a GPU.)"""
-    result = evaluate(CONVT, CHEATS / "slow_reference_thread.py", gpu_config)
-    assert result.status == Status.REJECTED and SLOWED_REFERENCE in result.flags, result.message
-
-
-@pytest.mark.gpu
-def test_a_thread_that_slows_a_gpu_bound_reference_is_named_by_the_cpu_it_uses(gpu_config):
-    """On a reference of one long kernel the same spinning thread delays its launch by a few milliseconds, which
-    can be under the 2x the time's own rule needs; the CPU the thread uses while the reference runs names it
-    whatever the ratio."""
-    result = evaluate(CONVT_LARGE, CHEATS / "slow_reference_thread.py", gpu_config)
-    assert result.status == Status.REJECTED and SLOWED_REFERENCE in result.flags, result.message
-    assert "other threads of the process used" in result.message, result.message
+@pytest.mark.parametrize("problem", [CONVT, CONVT_LARGE])
+def test_a_thread_that_spins_beside_the_reference_gains_nothing(gpu_config, problem):
+    """The runner is stopped while the reference runs: its spinning thread competes with nothing of the judge's."""
+    result = evaluate(problem, CHEATS / "slow_reference_thread.py", gpu_config)
+    assert no_gain(result) and not rejecting(result.flags), (result.status, result.speedup, result.message)
 
 
 @pytest.mark.gpu
@@ -86,14 +82,13 @@ def test_a_thread_that_slows_a_gpu_bound_reference_is_named_by_the_cpu_it_uses(g
 def test_a_helper_thread_that_works_inside_the_candidate_s_calls_only_is_no_slowed_reference(gpu_config, problem):
     result = evaluate(problem, CHEATS / "honest_helper_thread.py", gpu_config)
     assert result.status == Status.CORRECT and SLOWED_REFERENCE not in result.flags, result.message
-    assert result.reference_alone and result.reference_alone.others_cpu_ms, "the alone timing records other threads"
 
 
-def test_a_change_that_hides_sweep_failures_is_tampering(config):
-    """Right at the official sizes, wrong at the sweep's, with the reference made to agree each time."""
+def test_a_change_that_hides_sweep_failures_fails_the_sweep(config):
+    """Right at the official sizes, wrong at the sweep's, with its own copy of the reference made to agree."""
+    from kbench.flags import SWEEP_FAILED
     result = evaluate(CONVT, CHEATS / "answer_through_reference_sweep.py", replace(config, sweep=4))
-    assert result.status == Status.REJECTED and REFERENCE_TAMPERING in result.flags, result.message
-    assert "while sweeping ModelNew: Model.forward" in result.message
+    assert result.status != Status.CORRECT or SWEEP_FAILED in result.flags, result.message
 
 
 def test_a_memo_keyed_by_sampled_contents_gains_nothing(config):
@@ -161,20 +156,14 @@ def test_a_memo_keyed_by_sampled_contents_gains_nothing_on_a_gpu(gpu_config):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("solution, problem, status, flag", [
-    ("slow_reference.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
-    ("slow_reference_global.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
-    ("slow_reference_weights.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
-    ("answer_through_reference.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
-    ("answer_through_reference_timed.py", CONVT, Status.REJECTED, REFERENCE_TAMPERING),
-])
-def test_gpu_cheats_are_caught(gpu_config, solution, problem, status, flag):
-    result = judged(gpu_config, CHEATS / solution, problem)
-    assert result.status == status and flag in result.flags, result.message
+@pytest.mark.parametrize("solution", REFERENCE_CHEATS)
+def test_gpu_reference_cheats_gain_nothing(gpu_config, solution):
+    result = judged(gpu_config, CHEATS / solution, CONVT)
+    assert no_gain(result), (result.status, result.speedup, result.message)
 
 
 @pytest.mark.gpu
-def test_a_change_that_hides_sweep_failures_is_tampering_on_a_gpu(gpu_config):
+def test_a_change_that_hides_sweep_failures_fails_the_sweep_on_a_gpu(gpu_config):
+    from kbench.flags import SWEEP_FAILED
     result = evaluate(CONVT, CHEATS / "answer_through_reference_sweep.py", replace(gpu_config, sweep=4))
-    assert result.status == Status.REJECTED and REFERENCE_TAMPERING in result.flags, result.message
-    assert "while sweeping ModelNew: Model.forward" in result.message
+    assert result.status != Status.CORRECT or SWEEP_FAILED in result.flags, result.message

@@ -1,5 +1,4 @@
-"""The slowed-reference rules: a real slowdown is named, noise is not (stats.slowdown); other threads that work
-while the reference runs, and did not before the candidate was imported, are named (stats.busy_others)."""
+"""The slowed-reference rules: a real slowdown is named, noise is not (stats.slowdown)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import time
 import pytest
 
 from kbench import stats, timing
-from kbench.measure import slowed_reference_message
+from kbench.verdicts import slowed_reference_message
 from kbench.results import Timing
 
 
@@ -112,33 +111,3 @@ def test_the_cpu_other_threads_use_during_a_timed_call_is_recorded():
         thread.join()
     assert len(busy.others_cpu_ms) == 3 and max(quiet.others_cpu_ms) < 10.0, quiet.others_cpu_ms
     assert min(busy.others_cpu_ms) > 25.0, busy.others_cpu_ms  # the spinner had 50 ms with the GIL free
-
-
-def test_threads_that_work_while_the_reference_runs_are_named_below_the_time_ratio():
-    """A spinning thread that slows a 17.7 ms reference by 1.3x (under SLOWDOWN_MIN_RATIO) uses about as much
-    CPU as the delay it adds, while the reference runs: named, with the figures."""
-    rng = random.Random(5)
-    alone = timed(samples(rng, 17.7, 0.01, 4), [0.02, 0.0, 0.01, 0.03])
-    during = timed(samples(rng, 23.0, 0.01, 30), samples(rng, 5.2, 0.05, 30))
-    message = slowed_reference_message(alone, during)
-    assert message and "other threads" in message and "x slower" not in message
-    assert "5.2" in message and "17.7" in message
-
-
-@pytest.mark.parametrize("alone_others, during_others, flagged", [
-    ([0.0] * 5, [0.05] * 30, False),          # torch's and the driver's threads idling
-    ([0.0] * 5, [1.0] * 30, False),           # 1 ms on a 17.7 ms call: under a tenth
-    ([0.0] * 5, [2.5] * 30, True),            # over a tenth
-    ([2.0] * 5, [3.0] * 30, False),           # a steady background (another framework's threads) in both
-    ([0.0] * 2, [9.0] * 30, False),           # too few samples alone to say anything
-    ([0.0] * 5, [0.0] * 20 + [9.0] * 10, False),  # bursts on a third of the calls: the median does not move
-])
-def test_other_threads_count_beyond_their_cpu_alone_and_a_tenth_of_the_call(alone_others, during_others, flagged):
-    alone_ms = [17.7] * len(alone_others)
-    assert (stats.busy_others(alone_ms, alone_others, during_others) is not None) is flagged
-
-
-def test_a_launch_bound_reference_needs_half_a_millisecond_of_other_threads():
-    """A tenth of a 0.06 ms call is noise; half a millisecond per call is a thread at work."""
-    assert stats.busy_others([0.06] * 5, [0.0] * 5, [0.2] * 30) is None
-    assert stats.busy_others([0.06] * 5, [0.0] * 5, [0.6] * 30) is not None

@@ -1,0 +1,167 @@
+"""The boundary between the judge and the judged (kbench/sandbox, kbench/remote.py): candidates that go for the
+judge from their own process end not `correct`, or `correct` with no gain; honest look-alikes stay clean.
+Each fixture is described in tests/fixtures/boundary/README.md."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from kbench import flags
+from kbench.config import RunConfig
+from kbench.remote import RemoteModel, RunnerDied, RunnerProcess
+from kbench.results import Status
+from kbench.runner import evaluate
+from kbench.sandbox import wire
+
+from conftest import FIXTURES, PROBLEMS
+
+BOUNDARY = FIXTURES / "boundary"
+CHEATS = FIXTURES / "cheats"
+AXPY = PROBLEMS / "axpy.py"
+AXPY_ROWS = PROBLEMS / "axpy_rows.py"
+PREFIX_SUM = CHEATS / "problems" / "prefix_sum.py"
+CONVT = CHEATS / "problems" / "convt1d_small.py"
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory) -> RunConfig:
+    return RunConfig(device="cpu", cache_dir=tmp_path_factory.mktemp("boundary"), timeout_s=300,
+                     time_budget_s=0.5, min_samples=10, sweep=0)
+
+
+def rejecting(result) -> set:
+    return set(result.flags) & set(flags.REJECTING)
+
+
+def test_a_forged_result_file_never_becomes_the_verdict(config):
+    result = evaluate(AXPY, BOUNDARY / "forge_result.py", config)
+    assert result.status == Status.CRASHED, (result.status, result.message)
+    assert "loading solution" in result.message
+
+
+def test_patching_what_a_checker_calls_changes_nothing_in_the_judge(config):
+    result = evaluate(AXPY, BOUNDARY / "patch_checker.py", config)
+    assert result.status == Status.INCORRECT, result.message
+
+
+@pytest.mark.parametrize("solution", ["work_in_copy.py", "fake_clock.py"])
+def test_work_outside_the_candidate_s_timer_is_a_timing_mismatch(config, solution):
+    result = evaluate(PREFIX_SUM, BOUNDARY / solution, config)
+    assert result.status == Status.REJECTED and flags.TIMING_MISMATCH in result.flags, (result.status, result.message)
+
+
+def test_process_state_of_the_candidate_s_does_not_reach_the_reference(config):
+    """Grad mode, anomaly detection and a saved-tensors hook slowed a reference that shared the process; here
+    the reference's time is what it is beside an honest candidate."""
+    cheat = evaluate(PREFIX_SUM, BOUNDARY / "slow_reference_state.py", config)
+    honest = evaluate(PREFIX_SUM, CHEATS / "honest_fast.py", config)
+    assert cheat.status == honest.status == Status.CORRECT, (cheat.message, honest.message)
+    assert not rejecting(cheat)
+    assert cheat.reference_timing.median_ms < 3 * honest.reference_timing.median_ms, \
+        (cheat.reference_timing.median_ms, honest.reference_timing.median_ms)
+
+
+@pytest.mark.parametrize("solution", ["first_call_only.py", "watched_only.py"])
+def test_every_trial_output_is_checked_whatever_the_call(config, solution):
+    result = evaluate(AXPY, BOUNDARY / solution, config)
+    assert result.status == Status.INCORRECT, result.message
+
+
+def test_each_sweep_configuration_builds_a_new_model_new(config):
+    from dataclasses import replace
+    result = evaluate(AXPY_ROWS, BOUNDARY / "first_instance_only.py", replace(config, sweep=3))
+    assert result.status == Status.CORRECT and flags.SWEEP_FAILED in result.flags, result.message
+    assert not rejecting(result), result.message
+
+
+def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_memory(config):
+    result = evaluate(AXPY, BOUNDARY / "escape.py", config)
+    assert result.status == Status.LOAD_ERROR
+    assert "write:denied" in result.message and "judge-memory:denied" in result.message, result.message
+
+
+@pytest.mark.parametrize("solution, problem", [
+    (BOUNDARY / "subclass_reference.py", AXPY),
+    (CHEATS / "honest_weight_cache.py", CONVT),
+    (CHEATS / "honest_helper_thread.py", CONVT),
+    (CHEATS / "honest_fast.py", PREFIX_SUM),
+])
+def test_honest_look_alikes_are_correct_without_a_rejecting_flag(config, solution, problem):
+    result = evaluate(problem, solution, config)
+    assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
+
+
+# --- the protocol, with a real runner -------------------------------------------------------------------
+
+@pytest.fixture()
+def runner():
+    process = RunnerProcess("cpu")
+    yield process
+    process.stop()
+
+
+def test_outputs_come_back_as_the_judge_s_own_tensors(runner):
+    runner.request({"op": "echo", "outputs": [["float32", [3, 5]], ["int64", [7]]]})
+    model = RemoteModel(runner, "echo")
+    first, second = model(torch.zeros(4))
+    assert first.dtype == torch.float32 and first.shape == (3, 5) and bool((first == 1).all())
+    assert second.dtype == torch.int64 and second.shape == (7,)
+    # The judge's copy: what the runner writes to the arena afterwards does not change it.
+    runner.arenas.buffers[runner.arenas.slots["out0"]].fill_(0)
+    assert bool((first == 1).all())
+
+
+def test_outputs_larger_than_the_arenas_grow_them(runner):
+    runner.request({"op": "echo", "outputs": [["float32", [4]]]})
+    assert RemoteModel(runner, "echo")(torch.zeros(1)).shape == (4,)
+    runner.request({"op": "echo", "outputs": [["float64", [1000, 100]]]})
+    assert RemoteModel(runner, "echo")(torch.zeros(1)).shape == (1000, 100)
+
+
+@pytest.mark.parametrize("reply", [
+    {"outputs": "no"}, {"outputs": [{"dtype": "float32", "shape": [-1], "device": "cpu", "kind": "Tensor"}]},
+    {"timed_ms": float("nan")}, {"outputs": [{"dtype": 3}]},
+])
+def test_a_malformed_reply_is_a_protocol_error(reply):
+    with pytest.raises(wire.ProtocolError):
+        wire.CallReply.from_wire(reply)
+
+
+def test_a_status_a_runner_cannot_claim_reads_as_a_load_error():
+    assert wire.Failure.from_wire({"status": "correct", "message": "trust me"}).status == "load_error"
+
+
+def test_a_runner_that_dies_is_reported_with_its_signal(runner):
+    os.kill(runner.process.pid, 9)
+    with pytest.raises(RunnerDied, match="SIGKILL"):
+        runner.request({"op": "echo", "outputs": []})
+
+
+def test_stopping_a_runner_kills_what_it_left_behind(runner):
+    """A daemon left in a session of its own by a child of the judge's (here a stand-in for the runner) is
+    reparented to the judge (a subreaper) and killed when the runner is stopped."""
+    script = ("import subprocess, sys\n"
+              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True)\n"
+              "print(child.pid, flush=True)\n")
+    judge = subprocess.run([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        "from kbench.sandbox.limits import judge_protection\n"
+        "from kbench.remote import RunnerProcess, _children_of\n"
+        "import os\n"
+        "judge_protection()\n"
+        f"leaver = subprocess.Popen([sys.executable, '-c', {script!r}], stdout=subprocess.PIPE, start_new_session=True)\n"
+        "daemon = int(leaver.stdout.readline())\n"
+        "leaver.wait()\n"
+        "time.sleep(0.2)\n"
+        "assert daemon in _children_of(os.getpid()), 'not reparented'\n"
+        "runner = RunnerProcess('cpu')\n"
+        "runner.stop()\n"
+        "time.sleep(0.2)\n"
+        "print('gone' if not os.path.exists(f'/proc/{daemon}') else 'alive')\n")],
+        capture_output=True, text=True, timeout=120)
+    assert judge.stdout.strip().endswith("gone"), (judge.stdout, judge.stderr)
