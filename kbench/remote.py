@@ -108,6 +108,10 @@ class RunnerProcess:
         """Kill the runner's session and whatever of it was reparented to the judge (a subreaper: limits.py);
         remove its folders."""
         _signal_group(self.process.pid, signal.SIGKILL)
+        try:
+            os.kill(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.process.wait()
         for _ in range(10):
             orphans = _children_of(os.getpid())
@@ -152,6 +156,7 @@ class _Forked:
 def _fork_runner(arguments: list[str], environment: dict, keep: tuple[int, ...]) -> _Forked:
     pid = os.fork()
     if pid:
+        _wait_for_own_session(pid)
         return _Forked(pid)
     try:  # the child: a session of its own, only its pipes and the standard streams open
         os.setsid()
@@ -170,6 +175,18 @@ def _fork_runner(arguments: list[str], environment: dict, keep: tuple[int, ...])
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _wait_for_own_session(pid: int) -> None:
+    """Until the child's setsid() has run, its process group is the judge's: signals to its group would miss it."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if os.getpgid(pid) == pid:
+                return
+        except ProcessLookupError:
+            return
+        time.sleep(0.0005)
 
 
 def _number(value) -> float | None:
@@ -243,16 +260,20 @@ class RemoteModel:
     def send(self, message: dict, mode: str) -> tuple[object, wire.CallReply]:
         """Run a staged call; (the outputs, copied into the judge's memory, and the runner's reply)."""
         message = dict(message, mode=mode, outputs=self._output_arenas())
-        data = self.runner.request(message)
-        self.received_at = time.perf_counter()  # the judge's clock stops here (timing.RemoteTimer)
-        data = self._reply(data)
+        data = self._reply(self.runner.request(message))
         if "grow" in data:  # the outputs need more room than the arenas have: make it, then take delivery
             arenas = [self.runner.arenas.ensure(f"out{index}", size) for index, size in enumerate(_sizes(data["grow"]))]
             data = self._reply(self.runner.request({"op": "deliver", "outputs": [arena for arena, _ in arenas],
                                                     "arenas": [d for _, d in arenas if d]}))
         reply = _parsed(data)
         self.last = reply
-        return self._outputs(reply), reply
+        outputs = self._outputs(reply)
+        if self.runner.device.type == "cuda":
+            torch.cuda.synchronize(self.runner.device)
+        # The judge's clock stops once it holds the outputs (timing.RemoteTimer): a runner that replied before
+        # its work was done either waited for it here or handed over what its work had not yet written.
+        self.received_at = time.perf_counter()
+        return outputs, reply
 
     def _output_arenas(self) -> list[str]:
         slots = self.runner.arenas.slots

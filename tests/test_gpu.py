@@ -124,6 +124,26 @@ def test_gpu_cheats_are_caught_and_honest_kernels_pass(cheat_results, name, prob
         assert not set(result.flags) & set(REJECTING), result.flags
 
 
+BOUNDARY_GPU = REPO / "tests" / "fixtures" / "boundary" / "gpu"
+CONVT_LARGE = CHEATS / "problems" / "convt1d_large.py"
+
+
+@pytest.fixture(scope="module")
+def boundary_results(gpu_cache_dir):
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0)
+    names = ["fake_events.py", "early_reply.py", "work_after_clock.py"]
+    results = run_pairs([(CONVT_LARGE, BOUNDARY_GPU / name) for name in names], config, devices=["cuda:0"])
+    return dict(zip(names, results))
+
+
+@pytest.mark.parametrize("name", ["fake_events.py", "early_reply.py", "work_after_clock.py"])
+def test_gpu_times_the_judge_cannot_confirm_are_rejected(boundary_results, name):
+    """Times from the candidate's process count only as far as the judge's clock bounds them."""
+    result = boundary_results[name]
+    caught = result.status == Status.REJECTED and "timing_mismatch" in result.flags
+    assert caught or (name == "early_reply.py" and result.status != Status.CORRECT), (result.status, result.message)
+
+
 WORKLOADS = REPO / "bench" / "workloads"
 
 
