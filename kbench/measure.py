@@ -11,7 +11,7 @@ from kbench.job import one_line
 from kbench.progress import Context, Stop
 from kbench.remote import RemoteModel
 from kbench.results import ClockRecord, Status, Timing
-from kbench.timed_sides import RemoteCall, build_sides, default_is_reference
+from kbench.timed_sides import build_sides, default_is_reference
 from kbench.trials import TrialsResult
 
 
@@ -42,8 +42,10 @@ def measure(reference_model, candidate_model, make_inputs, trials: TrialsResult,
     if getattr(timer, "persisting_l2", None) is not None and timer.persisting_l2.note:
         context.findings.note(timer.persisting_l2.note)
     calibration = context.calibration
+    floor_ms = verdicts.UNCLOCKED_MIN_MS if device.type == "cuda" else verdicts.UNCLOCKED_MIN_MS_CPU
     mismatch = verdicts.timing_mismatch(samples["candidate"].ms, samples["candidate"].wall_ms,
-                                        calibration.ms if calibration else [], calibration.wall_ms if calibration else [])
+                                        calibration.ms if calibration else [], calibration.wall_ms if calibration else [],
+                                        floor_ms)
     if mismatch:
         context.findings.flag(flags.TIMING_MISMATCH, mismatch)
         context.findings.raise_if_rejected()
@@ -56,28 +58,26 @@ def _timer(device):
 
 # The protocol's own cost is measured over this many rounds of the runner's stand-in (after the warm-up).
 CALIBRATION_ROUNDS = 20
-CALIBRATION_BUDGET_S = 0.5
+CALIBRATION_BUDGET_S = 1.0
 
 
 def calibrate(runner, output_spec: list, reference_model, make_inputs, context: Context) -> timing.Samples:
-    """The runner's stand-in (outputs of the reference's dtypes and shapes) timed under the candidate's protocol
-    before the candidate is imported, in rounds shaped like the timing loop's (the reference runs between its
-    calls, the runner stopped meanwhile: a runner woken after a pause answers slower than one called back to
-    back): what the judge's wall clock sees beyond the runner's timer when nothing is hidden
-    (verdicts.timing_mismatch)."""
+    """The runner's stand-in (outputs of the reference's dtypes and shapes) timed before the candidate is
+    imported, in the very loop that will time the candidate (fresh contents every round, the reference and the
+    baselines between its calls, the runner stopped meanwhile: a runner woken after a long pause answers slower
+    than one called back to back): what the judge's wall clock sees beyond the runner's timer when nothing is
+    hidden (verdicts.timing_mismatch)."""
     with context.progress.spent("calibrating the runner"):
         runner.request({"op": "echo", "outputs": output_spec})
         timer = _timer(context.device)
-        inputs = make_inputs(context.config.seed + 300)
-        stand_in = timing.Side(RemoteCall(RemoteModel(runner, "echo"), inputs),
-                               timer=timing.RemoteTimer(getattr(timer, "flush", timing.do_nothing)))
-        reference_inputs = list(inputs)
-        reference = timing.Side(lambda: reference_model(*reference_inputs), prepare=runner.pause,
-                                inspect=lambda output: (runner.resume(), guards.poison(output)))
-        rule = timing.StopRule(warmup=min(context.config.warmup, 2), min_samples=CALIBRATION_ROUNDS,
+        rounds = FreshRounds(make_inputs, reference_model, 0, context, check=False)
+        sides = build_sides(reference_model, RemoteModel(runner, "echo"), rounds,
+                            getattr(timer, "flush", timing.do_nothing), context)
+        rule = timing.StopRule(warmup=context.config.warmup, min_samples=CALIBRATION_ROUNDS,
                                max_samples=CALIBRATION_ROUNDS, target_rse=1.0, budget_s=CALIBRATION_BUDGET_S)
-        samples, _ = timing.sample_interleaved([stand_in, reference], timer, rule)
-    return samples
+        samples = timing.sample_interleaved([timed.side for timed in sides.values()], timer, rule,
+                                            before_round=rounds.new_round)
+    return samples[0]
 
 
 # The reference's timed calls before the candidate is imported stop after this long, or once their median is

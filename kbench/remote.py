@@ -74,6 +74,7 @@ class RunnerProcess:
 
     def request(self, message: dict, on_progress=None) -> dict:
         """Send a command and wait for its reply; progress messages on the way go to `on_progress`."""
+        message = dict(message, arenas=self.arenas.take_unsent())
         try:
             wire.send(self.commands, message)
             while True:
@@ -239,15 +240,20 @@ class RemoteModel:
                     value.copy_(staged)
         return output
 
+    def arena_views(self, inputs: list) -> list:
+        """Views of the input arenas shaped like `inputs`, holding their contents (the timing loop's buffers)."""
+        _, views = self.stage(inputs)
+        return [view if view is not None else value for view, value in zip(views, inputs)]
+
     def stage(self, inputs: list, prefix: str = "in") -> tuple[dict, list]:
         """The call's message with the arguments in arenas (copied there now), and the arena views."""
-        arenas, arguments, views = [], [], []
+        arguments, views = [], []
         for index, value in enumerate(inputs):
             if isinstance(value, torch.Tensor):
-                arena, description = self.runner.arenas.ensure(f"{prefix}{index}", nbytes(value.dtype, value.shape))
-                arenas += [description] if description else []
+                arena = self.runner.arenas.ensure(f"{prefix}{index}", nbytes(value.dtype, value.shape))
                 staged = self.runner.arenas.view(arena, value.dtype, value.shape)
-                staged.copy_(value)
+                if staged.data_ptr() != value.data_ptr() or not staged.numel():  # else it is there already
+                    staged.copy_(value)
                 views.append(staged)
                 arguments.append(wire.TensorRef(arena, dtype_name(value.dtype), tuple(value.shape)).to_wire())
             else:
@@ -255,7 +261,7 @@ class RemoteModel:
                 arguments.append({"value": _encoded(value)})
         if self.runner.device.type == "cuda":
             torch.cuda.synchronize(self.runner.device)
-        return {"op": "call", "instance": self.instance, "args": arguments, "arenas": arenas}, views
+        return {"op": "call", "instance": self.instance, "args": arguments}, views
 
     def send(self, message: dict, mode: str) -> tuple[object, wire.CallReply]:
         """Run a staged call; (the outputs, copied into the judge's memory, and the runner's reply)."""
@@ -263,8 +269,7 @@ class RemoteModel:
         data = self._reply(self.runner.request(message))
         if "grow" in data:  # the outputs need more room than the arenas have: make it, then take delivery
             arenas = [self.runner.arenas.ensure(f"out{index}", size) for index, size in enumerate(_sizes(data["grow"]))]
-            data = self._reply(self.runner.request({"op": "deliver", "outputs": [arena for arena, _ in arenas],
-                                                    "arenas": [d for _, d in arenas if d]}))
+            data = self._reply(self.runner.request({"op": "deliver", "outputs": arenas}))
         reply = _parsed(data)
         self.last = reply
         outputs = self._outputs(reply)
@@ -335,8 +340,7 @@ def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides
     model = RemoteModel(runner, runner.new_instance())
     message, _ = model.stage(init_inputs, prefix="init")
     RemoteModel._reply(runner.request({"op": "build", "instance": model.instance, "init": message["args"],
-                                       "arenas": message["arenas"], "seed": seed,
-                                       "overrides": wire.encode_value(dict(overrides))}))
+                                       "seed": seed, "overrides": wire.encode_value(dict(overrides))}))
     return model
 
 

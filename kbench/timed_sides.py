@@ -41,7 +41,7 @@ class RemoteCall:
         return self.model.call(self.buffers, write_back=False)
 
     def timed(self, flush) -> tuple[float, float, object]:
-        message, _ = self.model.stage(self.buffers)
+        message, _ = self.model.stage(self.buffers)  # in place: the buffers are the arenas
         flush()
         synchronize = self.model.runner.device.type == "cuda"
         if synchronize:
@@ -56,14 +56,18 @@ def build_sides(reference_model, candidate_model, rounds, flush, context: Contex
     """'candidate', 'reference' and the baselines asked for, in the order the timing loop runs them (the
     candidate first: fresh.py). They share one set of input buffers, which each side reloads with the round's
     contents (fresh.FreshRounds) before its call: whatever a call did to them, the next starts from the
-    contents, and a problem whose inputs take tens of gigabytes needs room for two sets, not one per side.
-    While the reference and the baselines run, the runner is stopped (remote.RunnerProcess.pause)."""
+    contents. The candidate's set is in the judge's arenas; the reference and the baselines share one of the
+    judge's own. While the reference and the baselines run, the runner is stopped (remote.RunnerProcess.pause)."""
     config = context.config
     buffers = clone(rounds.inputs)
     reference_inspect = guards.poison if config.guards else timing.do_nothing
-    candidate_side = timing.Side(RemoteCall(candidate_model, buffers), prepare=lambda: load_into(buffers, rounds.inputs),
+    # The candidate's buffers are the judge's arenas (its runner reads them in place); the reference's are the
+    # judge's own, which nothing of the candidate's can reach while the reference runs.
+    arena_buffers = candidate_model.arena_views(rounds.inputs)
+    candidate_side = timing.Side(RemoteCall(candidate_model, arena_buffers),
+                                 prepare=lambda: load_into(arena_buffers, rounds.inputs),
                                  inspect=rounds.candidate_done, timer=timing.RemoteTimer(flush))
-    sides = {"candidate": TimedSide(candidate_side, None, buffers),
+    sides = {"candidate": TimedSide(candidate_side, None, arena_buffers),
              "reference": _side(reference_model, buffers, rounds, context,
                                 inspect=rounds.reference_done if config.guards else timing.do_nothing)}
     if "default" in config.baselines and not default_is_reference(context):

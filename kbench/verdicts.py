@@ -10,12 +10,17 @@ from kbench import flags, stats
 from kbench.results import Outcome, Status, SweepResult, Timing
 
 # The runner's time for the candidate's call, beside the judge's wall time around the same call: the wall
-# time may exceed the runner's time by the protocol's own cost (the upper quartile of a stand-in's, timed
-# before the candidate is imported) plus a margin: the larger of UNCLOCKED_MIN_MS, UNCLOCKED_FRACTION of the
-# candidate's time and twice the stand-in's spread (a busy host's wake-ups); beyond it, the candidate did work
-# its timer did not see. That margin is all such work can gain.
+# time may exceed the runner's time by the protocol's own cost (a stand-in's, timed in the same loop before the
+# candidate is imported) plus a margin: the largest of UNCLOCKED_MIN_MS (UNCLOCKED_MIN_MS_CPU on a CPU device),
+# UNCLOCKED_FRACTION of the candidate's time, UNCLOCKED_PROTOCOL_FRACTION of the protocol's cost and twice the
+# stand-in's own spread below its median (the host's noise). Beyond it, the candidate did work its timer did
+# not see; the margin is all such work can gain. Both sides are read at a low quantile (GAP_QUANTILE): a busy
+# host only ever adds to a call's gap, while work hidden in every call raises even its smallest gaps.
 UNCLOCKED_MIN_MS = 0.1
+UNCLOCKED_MIN_MS_CPU = 0.5   # a CPU device: the host's own noise is the candidate's time, and larger
 UNCLOCKED_FRACTION = 0.10
+UNCLOCKED_PROTOCOL_FRACTION = 0.10
+GAP_QUANTILE = 0.2
 # A time the runner claims longer than the judge's wall time around it, by more than this, is impossible.
 CLAIM_SLACK_MS = 0.02
 
@@ -43,7 +48,8 @@ def sweep_lost(official: Outcome, progress, what: str, strict: bool) -> Outcome:
 
 
 def timing_mismatch(candidate_ms: list[float], candidate_wall_ms: list[float],
-                    calibration_ms: list[float], calibration_wall_ms: list[float]) -> str | None:
+                    calibration_ms: list[float], calibration_wall_ms: list[float],
+                    floor_ms: float = UNCLOCKED_MIN_MS) -> str | None:
     """Why the runner's times for the candidate's calls do not agree with the judge's clock, or None.
 
     The judge's wall time around a call covers the runner's timed region plus the protocol's cost (the
@@ -58,18 +64,22 @@ def timing_mismatch(candidate_ms: list[float], candidate_wall_ms: list[float],
         ms, wall = impossible[0]
         return f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
     gaps = [wall - ms for ms, wall in zip(calibration_ms, calibration_wall_ms)] or [0.0]
-    protocol = _upper_quartile(gaps)
+    protocol = low_quantile(gaps)
     timed = stats.median(candidate_ms)
-    unclocked = stats.median([wall - ms for ms, wall in zip(candidate_ms, candidate_wall_ms)]) - protocol
-    if unclocked > max(UNCLOCKED_MIN_MS, UNCLOCKED_FRACTION * timed, 2 * stats.iqr(gaps)):
+    unclocked = low_quantile([wall - ms for ms, wall in zip(candidate_ms, candidate_wall_ms)]) - protocol
+    margin = max(floor_ms, UNCLOCKED_FRACTION * timed, UNCLOCKED_PROTOCOL_FRACTION * protocol,
+                 2 * (stats.median(gaps) - protocol))
+    if unclocked > margin:
         return (f"work outside the candidate's timer: the judge saw each call take {unclocked:.3g} ms more than "
-                f"the {timed:.3g} ms it reported (beyond the protocol's own {protocol:.3g} ms)")
+                f"the {timed:.3g} ms it reported (beyond the protocol's own {protocol:.3g} ms; margin "
+                f"{margin:.3g} ms)")
     return None
 
 
-def _upper_quartile(values: list[float]) -> float:
+def low_quantile(values: list[float]) -> float:
+    """The GAP_QUANTILE quantile (the smallest value of fewer than 1 / GAP_QUANTILE)."""
     ordered = sorted(values)
-    return ordered[(3 * (len(ordered) - 1)) // 4]
+    return ordered[int(GAP_QUANTILE * (len(ordered) - 1))]
 
 
 def slowed_reference_message(alone: Timing, during: Timing) -> str | None:

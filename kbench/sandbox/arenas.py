@@ -60,14 +60,15 @@ class JudgeArenas:
         self.folder = folder
         self.buffers: dict[str, torch.Tensor] = {}   # arena id -> uint8 buffer
         self.slots: dict[str, str] = {}              # slot -> arena id
+        self.unsent: list[dict] = []                 # descriptions the runner has not been sent yet
         self._count = 0
 
-    def ensure(self, slot: str, size: int) -> tuple[str, dict | None]:
-        """The arena id of `slot`, with room for `size` bytes, and its description when it is new (to send to
-        the runner), else None."""
+    def ensure(self, slot: str, size: int) -> str:
+        """The arena id of `slot`, with room for `size` bytes (a new arena's description waits in `unsent` for
+        the next message to the runner)."""
         current = self.slots.get(slot)
         if current is not None and self.buffers[current].numel() >= size:
-            return current, None
+            return current
         if current is not None:
             self._drop(current)
         self._count += 1
@@ -82,7 +83,13 @@ class JudgeArenas:
             description = {"id": arena, "kind": "file", "bytes": capacity, "path": str(path)}
         self.buffers[arena] = buffer
         self.slots[slot] = arena
-        return arena, description
+        self.unsent.append(description)
+        return arena
+
+    def take_unsent(self) -> list[dict]:
+        """Descriptions of the arenas made since the last message, for the runner to open before it reads it."""
+        unsent, self.unsent = self.unsent, []
+        return [description for description in unsent if description["id"] in self.buffers]
 
     def view(self, arena: str, dtype: torch.dtype, shape) -> torch.Tensor:
         return view(self.buffers[arena], dtype, shape)

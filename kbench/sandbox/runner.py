@@ -55,6 +55,8 @@ def _warm_up(device: torch.device) -> None:
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)
         kernels.profile_kernels(lambda: torch.zeros(1, device=device).add_(1))
+    else:
+        torch.set_num_threads(1)  # as the judge does on a CPU (worker.single_threaded)
 
 
 class Runner:

@@ -1,0 +1,70 @@
+"""What moving the candidate into a runner process of its own costs, and whether it changed any verdict.
+
+    PYTHONPATH=$PWD python3 bench/split_cost.py BEFORE.csv AFTER.csv
+
+BEFORE and AFTER are results CSVs of the same sweep (same solutions, problems, device and settings, warm build
+cache) by kbench before and after the split (bench/split_check.sh makes both on a GPU machine). Prints, per
+solution, the status and speedup of each and the evaluation's wall time (the parent's view, builds cached),
+then the totals: the split's cost is AFTER's total wall time over BEFORE's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+from pathlib import Path
+
+
+def latest_rows(path: Path) -> dict[str, dict]:
+    rows = {}
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            rows[row["solution"]] = row
+    return rows
+
+
+def number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def short(solution: str) -> str:
+    parts = Path(solution).parts
+    return "/".join(parts[-2:])[-34:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    arguments = parser.parse_args()
+    before, after = latest_rows(arguments.before), latest_rows(arguments.after)
+    print(f"{'solution':34} {'status before/after':23} {'speedup b/a':13} {'wall s b/a':12}")
+    total_before = total_after = 0.0
+    changed = 0
+    for solution in sorted(set(before) & set(after)):
+        old, new = before[solution], after[solution]
+        wall_old, wall_new = number(old["wall_s"]) or 0.0, number(new["wall_s"]) or 0.0
+        total_before += wall_old
+        total_after += wall_new
+        same = old["status"] == new["status"]
+        changed += not same
+        speedups = "/".join(f"{value:.2f}" if value is not None else "-"
+                            for value in (number(old["speedup"]), number(new["speedup"])))
+        mark = "" if same else "  <- status changed"
+        print(f"{short(solution):34} {old['status'] + '/' + new['status']:23} {speedups:13} "
+              f"{wall_old:5.1f}/{wall_new:<5.1f}{mark}")
+    only = set(before) ^ set(after)
+    print(f"\n{len(set(before) & set(after))} solutions in both ({len(only)} in one only); "
+          f"{changed} changed status")
+    if total_before:
+        print(f"wall time of all evaluations: {total_before:.1f} s before, {total_after:.1f} s after "
+              f"({total_after / total_before - 1:+.1%})")
+
+
+if __name__ == "__main__":
+    main()
