@@ -37,6 +37,7 @@ def judge(job: Job, device: torch.device, progress: Progress, environment: dict,
     """The outcome of `job`; `environment` (device name, versions) goes into it as it is. `runner` is this
     evaluation's runner (started, perhaps warm); it is stopped before this returns."""
     context = Context(job.config, device, progress, Findings(progress), runner=runner)
+    progress.update(runner_session=runner.process.pid)
 
     def finish(outcome: Outcome) -> Outcome:
         return replace(outcome, sizes=context.sizes, build_s=context.build.seconds,

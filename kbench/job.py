@@ -62,6 +62,7 @@ class ProgressRecord:
     flags: tuple[str, ...] = ()         # guards that fired so far
     provisional: Outcome | None = None  # the official verdict, once known (kept if a sweep kills the worker)
     sweep: SweepCounts = SweepCounts()
+    runner_session: int | None = None   # the judge's runner's session (the parent kills it with the judge's)
 
     def save(self, path: Path) -> None:
         data = asdict(self)

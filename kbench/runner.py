@@ -20,11 +20,11 @@ from typing import Callable
 
 from kbench.config import RunConfig
 from kbench.job import Job, ProgressRecord
-from kbench.verdicts import sweep_lost
-from kbench.pool import worker_pool
+from kbench.pool import kill_session, worker_pool
 from kbench.problem import describe_overrides
 from kbench.results import Identity, Outcome, Result, Status, SweepResult
 from kbench.solution import Solution
+from kbench.verdicts import sweep_lost
 
 
 def resolve_device(requested: str) -> str:
@@ -99,10 +99,12 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
                 on_progress(ProgressRecord.load(Path(job.progress_path)))
         returncode = worker_pool().run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment,
                                        device, while_waiting=report_progress)
+        progress = ProgressRecord.load(Path(job.progress_path))
+        if progress.runner_session and returncode != 0:  # a judge killed or dead left its runner's session
+            kill_session(progress.runner_session)
         outcome = _read_outcome(Path(job.result_path)) if returncode == 0 else None
         if outcome is None:
-            outcome = lost_worker_outcome(ProgressRecord.load(Path(job.progress_path)), returncode, config,
-                                          log_path, sizes)
+            outcome = lost_worker_outcome(progress, returncode, config, log_path, sizes)
     return recorded(identity, outcome, started)
 
 
