@@ -17,11 +17,21 @@ from pathlib import Path
 
 
 def latest_rows(path: Path) -> dict[str, dict]:
+    """By the solution's path from its `solutions` folder (the two runs may name them from other places)."""
     rows = {}
     with path.open(newline="") as handle:
         for row in csv.DictReader(handle):
-            rows[row["solution"]] = row
+            parts = Path(row["solution"]).parts
+            key = "/".join(parts[parts.index("solutions"):] if "solutions" in parts else parts[-2:])
+            rows[key] = row
     return rows
+
+
+def evaluation_s(row: dict) -> float:
+    """The evaluation's wall time without a build it ran itself (a build the cache did not have)."""
+    wall = number(row["wall_s"]) or 0.0
+    built_here = row.get("build_reused") == "False"
+    return wall - (number(row["build_s"]) or 0.0) if built_here else wall
 
 
 def number(text: str) -> float | None:
@@ -43,12 +53,12 @@ def main() -> None:
     parser.add_argument("after", type=Path)
     arguments = parser.parse_args()
     before, after = latest_rows(arguments.before), latest_rows(arguments.after)
-    print(f"{'solution':34} {'status before/after':23} {'speedup b/a':13} {'wall s b/a':12}")
+    print(f"{'solution':34} {'status before/after':23} {'speedup b/a':13} {'eval s b/a':12}")
     total_before = total_after = 0.0
     changed = 0
     for solution in sorted(set(before) & set(after)):
         old, new = before[solution], after[solution]
-        wall_old, wall_new = number(old["wall_s"]) or 0.0, number(new["wall_s"]) or 0.0
+        wall_old, wall_new = evaluation_s(old), evaluation_s(new)
         total_before += wall_old
         total_after += wall_new
         same = old["status"] == new["status"]
@@ -62,7 +72,7 @@ def main() -> None:
     print(f"\n{len(set(before) & set(after))} solutions in both ({len(only)} in one only); "
           f"{changed} changed status")
     if total_before:
-        print(f"wall time of all evaluations: {total_before:.1f} s before, {total_after:.1f} s after "
+        print(f"evaluation time (wall, builds out): {total_before:.1f} s before, {total_after:.1f} s after "
               f"({total_after / total_before - 1:+.1%})")
 
 

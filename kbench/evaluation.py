@@ -20,7 +20,7 @@ from kbench.measure import calibrate, measure, time_alone
 from kbench.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.progress import Context, Findings, Progress, Stop
-from kbench.remote import RunnerDied, RunnerProcess, echo_outputs, failure_of, new_candidate
+from kbench.remote import RunnerDied, RunnerProcess, failure_of, new_candidate
 from kbench.results import Outcome, Status, Timing
 from kbench.sandbox import wire
 from kbench.trials import run_trials
@@ -105,8 +105,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
         with overridden(problem_module, overrides):
             reference = _reference_first(problem_module, context)
             if config.time:
-                context.calibration = calibrate(context.runner, reference.output_spec, reference.model,
-                                                reference.make_inputs, context)
+                context.calibration = calibrate(context.runner, job.problem_path, reference, context)
             _import_solution(job, context)
             official = context.official = _official_verdict(reference, context)
         progress.update(provisional=finish(official))  # survives a sweep that kills the judge
@@ -123,7 +122,6 @@ class _Reference:
     make_inputs: object        # loading.input_maker at the evaluation's sizes
     alone: Timing | None       # its timed calls before the candidate existed (None: not timed)
     ops: set[str]              # the aten ops its first call dispatched (empty without guards)
-    output_spec: list          # [dtype, shape] of each output tensor
 
 
 def _reference_first(problem_module, context: Context) -> _Reference:
@@ -138,12 +136,11 @@ def _reference_first(problem_module, context: Context) -> _Reference:
     def first_call():  # a reference that fails here is the problem's fault
         outputs.append(call_reference(model, make_inputs(config.seed), device))
     ops = guards.record_ops(first_call) if config.guards else (first_call() or set())
-    spec = echo_outputs(outputs[0])
     guards.poison(outputs.pop())
     timed_alone = config.time and config.guards and device.type == "cuda"
     with context.progress.spent("guard: reference alone"):
         alone = time_alone(model, make_inputs, context) if timed_alone else None
-    return _Reference(model, init_inputs, make_inputs, alone, ops, spec)
+    return _Reference(model, init_inputs, make_inputs, alone, ops)
 
 
 def _import_solution(job: Job, context: Context) -> None:

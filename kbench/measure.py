@@ -11,6 +11,7 @@ from kbench.job import one_line
 from kbench.progress import Context, Stop
 from kbench.remote import RemoteModel
 from kbench.results import ClockRecord, Status, Timing
+from kbench.sandbox import wire
 from kbench.timed_sides import build_sides, default_is_reference
 from kbench.trials import TrialsResult
 
@@ -61,18 +62,22 @@ CALIBRATION_ROUNDS = 20
 CALIBRATION_BUDGET_S = 1.0
 
 
-def calibrate(runner, output_spec: list, reference_model, make_inputs, context: Context) -> timing.Samples:
-    """The runner's stand-in (outputs of the reference's dtypes and shapes) timed before the candidate is
-    imported, in the very loop that will time the candidate (fresh contents every round, the reference and the
-    baselines between its calls, the runner stopped meanwhile: a runner woken after a long pause answers slower
-    than one called back to back): what the judge's wall clock sees beyond the runner's timer when nothing is
-    hidden (verdicts.timing_mismatch)."""
+def calibrate(runner, problem_path: str, reference, context: Context) -> timing.Samples:
+    """The problem's own Model, built in the runner before the candidate is imported, timed under the
+    candidate's protocol in the very loop that will time the candidate (fresh contents every round, the
+    reference and the baselines between its calls, the runner stopped meanwhile): what the judge's wall clock
+    sees beyond the runner's timer when nothing is hidden (verdicts.timing_mismatch). A stand-in of the
+    reference's kind matters: its outputs are the candidate's shapes, and its calls last long enough that the
+    runner waits for the device, as a real kernel's do."""
     with context.progress.spent("calibrating the runner"):
-        runner.request({"op": "echo", "outputs": output_spec})
+        stand_in = RemoteModel(runner, "stand_in")
+        message, _ = stand_in.stage(reference.init_inputs, prefix="init")
+        RemoteModel._reply(runner.request({"op": "stand_in", "problem": problem_path, "policy": context.config.policy,
+                                           "init": message["args"], "seed": context.config.seed,
+                                           "overrides": wire.encode_value(dict(context.overrides))}))
         timer = _timer(context.device)
-        rounds = FreshRounds(make_inputs, reference_model, 0, context, check=False)
-        sides = build_sides(reference_model, RemoteModel(runner, "echo"), rounds,
-                            getattr(timer, "flush", timing.do_nothing), context)
+        rounds = FreshRounds(reference.make_inputs, reference.model, 0, context, check=False)
+        sides = build_sides(reference.model, stand_in, rounds, getattr(timer, "flush", timing.do_nothing), context)
         rule = timing.StopRule(warmup=context.config.warmup, min_samples=CALIBRATION_ROUNDS,
                                max_samples=CALIBRATION_ROUNDS, target_rse=1.0, budget_s=CALIBRATION_BUDGET_S)
         samples = timing.sample_interleaved([timed.side for timed in sides.values()], timer, rule,

@@ -25,7 +25,7 @@ import torch
 from kbench.progress import Stop
 from kbench.results import Status
 from kbench.sandbox import wire
-from kbench.sandbox.arenas import JudgeArenas, dtype_name, dtype_of, nbytes
+from kbench.sandbox.arenas import JudgeArenas, dtype_name, dtype_of, nbytes, view
 
 _PLAIN_KINDS = ("Tensor", "Parameter")
 
@@ -227,6 +227,7 @@ class RemoteModel:
         self.instance = instance
         self.last: wire.CallReply | None = None
         self.received_at = 0.0
+        self.private: dict[int, torch.Tensor] = {}  # the judge's copies of timed outputs, by output index
 
     def __call__(self, *inputs):
         return self.call(list(inputs))
@@ -272,7 +273,7 @@ class RemoteModel:
             data = self._reply(self.runner.request({"op": "deliver", "outputs": arenas}))
         reply = _parsed(data)
         self.last = reply
-        outputs = self._outputs(reply)
+        outputs = self._outputs(reply, timed=mode == "timed")
         if self.runner.device.type == "cuda":
             torch.cuda.synchronize(self.runner.device)
         # The judge's clock stops once it holds the outputs (timing.RemoteTimer): a runner that replied before
@@ -291,7 +292,18 @@ class RemoteModel:
             raise Stop(failure.status, failure.message)
         return data
 
-    def _outputs(self, reply: wire.CallReply):
+    def _private(self, index: int, shared: torch.Tensor) -> torch.Tensor:
+        """A copy of `shared` in a buffer of the judge's kept for output `index` of timed calls: no allocation
+        between the request and the judge's clock (the copy is valid until the next timed call)."""
+        size = shared.numel() * shared.element_size()
+        buffer = self.private.get(index)
+        if buffer is None or buffer.numel() < size:
+            buffer = self.private[index] = torch.empty(max(size, 1), dtype=torch.uint8, device=shared.device)
+        copy = view(buffer, shared.dtype, shared.shape)
+        copy.copy_(shared)
+        return copy
+
+    def _outputs(self, reply: wire.CallReply, timed: bool = False):
         """Plain tensors of the judge's, copied out of the output arenas, in the structure the runner returned."""
         values = []
         arenas = self._output_arenas()
@@ -303,7 +315,8 @@ class RemoteModel:
                 raise Stop(Status.INCORRECT, f"output {index} is on {meta.device}, not on {self.runner.device}")
             try:
                 dtype = dtype_of(meta.dtype)
-                values.append(self.runner.arenas.view(arenas[index], dtype, meta.shape).clone())
+                shared = self.runner.arenas.view(arenas[index], dtype, meta.shape)
+                values.append(self._private(index, shared) if timed else shared.clone())
             except (ValueError, IndexError) as error:
                 raise Stop(Status.INCORRECT, f"output {index} could not be read ({error})")
         if not reply.sequence:
@@ -342,12 +355,6 @@ def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides
     RemoteModel._reply(runner.request({"op": "build", "instance": model.instance, "init": message["args"],
                                        "seed": seed, "overrides": wire.encode_value(dict(overrides))}))
     return model
-
-
-def echo_outputs(reference_output) -> list:
-    """[dtype name, shape] of each tensor of a reference output (the calibration's stand-in returns these)."""
-    values = reference_output if isinstance(reference_output, (tuple, list)) else [reference_output]
-    return [[dtype_name(value.dtype), list(value.shape)] for value in values if isinstance(value, torch.Tensor)]
 
 
 def failure_of(error: RunnerDied, phase: str) -> Stop:

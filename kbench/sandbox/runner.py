@@ -78,6 +78,8 @@ class Runner:
             self.instances["echo"] = Echo([(dtype_of(kind), tuple(shape)) for kind, shape in message["outputs"]],
                                       self.device)
             return {"ok": True}
+        if op == "stand_in":
+            return self._stand_in(message)
         if op == "load":
             return self._load(message)
         if op == "build":
@@ -89,6 +91,21 @@ class Runner:
         return {"failure": {"status": "runtime_error", "message": f"unknown command {op!r}"}}
 
     # --- loading ----------------------------------------------------------------------------------------
+
+    def _stand_in(self, message: dict) -> dict:
+        """The problem's own Model, built here before the candidate is imported: the judge times it under the
+        candidate's protocol to learn what the protocol costs when nothing is hidden (measure.calibrate)."""
+        from kbench import policy
+        from kbench.problem import load_module, overridden
+        policy.apply_policy(message["policy"])
+        torch.set_grad_enabled(False)
+        if self.problem is None:
+            self.problem = load_module(Path(message["problem"]), "kbench_problem")
+        init = [self._argument(item) for item in message["init"]]
+        with overridden(self.problem, wire.decode_value(message.get("overrides", {}))):
+            torch.manual_seed(int(message["seed"]))
+            self.instances["stand_in"] = self.problem.Model(*init).to(self.device)
+        return {"ok": True}
 
     def _load(self, message: dict) -> dict:
         from kbench import policy, slots
@@ -106,7 +123,8 @@ class Runner:
         torch.set_grad_enabled(False)  # as the judge calls the reference; the candidate may turn it on
         notes = limits.confine([Path(path) for path in message["writable"]])
         try:
-            self.problem = load_module(Path(message["problem"]), "kbench_problem")
+            if self.problem is None:  # else the stand-in's (measure.calibrate): the same file
+                self.problem = load_module(Path(message["problem"]), "kbench_problem")
             self.solution = load_module_in(Path(message["solution"]), "kbench_solution", self.problem)
         except BuildError as error:
             return _failure("compile_error", str(error), record)
