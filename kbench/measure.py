@@ -42,13 +42,13 @@ def measure(reference_model, candidate_model, make_inputs, trials: TrialsResult,
     context.progress.add_seconds("making fresh inputs", rounds.generate_s)
     if getattr(timer, "persisting_l2", None) is not None and timer.persisting_l2.note:
         context.findings.note(timer.persisting_l2.note)
-    calibration = context.calibration
     floor_ms = verdicts.UNCLOCKED_MIN_MS if device.type == "cuda" else verdicts.UNCLOCKED_MIN_MS_CPU
-    mismatch = verdicts.timing_mismatch(samples["candidate"].ms, samples["candidate"].wall_ms,
-                                        calibration.ms if calibration else [], calibration.wall_ms if calibration else [],
-                                        floor_ms)
-    if mismatch:
-        context.findings.flag(flags.TIMING_MISMATCH, mismatch)
+    calibration = context.calibration
+    found = verdicts.unclocked_time(samples["candidate"].ms, samples["candidate"].wall_ms,
+                                    calibration.ms if calibration else [], calibration.wall_ms if calibration else [],
+                                    floor_ms)
+    if found:
+        context.findings.flag(*found)
         context.findings.raise_if_rejected()
     return _record(samples, clocks, timer.name, context)
 
@@ -58,14 +58,14 @@ def _timer(device):
 
 
 # The protocol's own cost is measured over this many rounds of the runner's stand-in (after the warm-up).
-CALIBRATION_ROUNDS = 20
-CALIBRATION_BUDGET_S = 1.0
+CALIBRATION_ROUNDS = 8
+CALIBRATION_BUDGET_S = 0.5
 
 
 def calibrate(runner, problem_path: str, reference, context: Context) -> timing.Samples:
     """The problem's own Model, built in the runner before the candidate is imported, timed under the
-    candidate's protocol in the very loop that will time the candidate (fresh contents every round, the
-    reference and the baselines between its calls, the runner stopped meanwhile): what the judge's wall clock
+    candidate's protocol in a loop shaped like the one that will time the candidate (fresh contents every round,
+    the reference between its calls, the runner stopped meanwhile): what the judge's wall clock
     sees beyond the runner's timer when nothing is hidden (verdicts.timing_mismatch). A stand-in of the
     reference's kind matters: its outputs are the candidate's shapes, and its calls last long enough that the
     runner waits for the device, as a real kernel's do."""
@@ -78,9 +78,9 @@ def calibrate(runner, problem_path: str, reference, context: Context) -> timing.
         timer = _timer(context.device)
         rounds = FreshRounds(reference.make_inputs, reference.model, 0, context, check=False)
         sides = build_sides(reference.model, stand_in, rounds, getattr(timer, "flush", timing.do_nothing), context)
-        rule = timing.StopRule(warmup=context.config.warmup, min_samples=CALIBRATION_ROUNDS,
+        rule = timing.StopRule(warmup=1, min_samples=CALIBRATION_ROUNDS,
                                max_samples=CALIBRATION_ROUNDS, target_rse=1.0, budget_s=CALIBRATION_BUDGET_S)
-        samples = timing.sample_interleaved([timed.side for timed in sides.values()], timer, rule,
+        samples = timing.sample_interleaved([sides["candidate"].side, sides["reference"].side], timer, rule,
                                             before_round=rounds.new_round)
     return samples[0]
 

@@ -10,16 +10,24 @@ from kbench import flags, stats
 from kbench.results import Outcome, Status, SweepResult, Timing
 
 # The runner's time for the candidate's call, beside the judge's wall time around the same call: the wall
-# time may exceed the runner's time by the protocol's own cost (a stand-in's, timed in the same loop before the
-# candidate is imported) plus a margin: the largest of UNCLOCKED_MIN_MS (UNCLOCKED_MIN_MS_CPU on a CPU device),
-# UNCLOCKED_FRACTION of the candidate's time, UNCLOCKED_PROTOCOL_FRACTION of the protocol's cost and twice the
-# stand-in's own spread below its median (the host's noise). Beyond it, the candidate did work its timer did
-# not see; the margin is all such work can gain. Both sides are read at a low quantile (GAP_QUANTILE): a busy
-# host only ever adds to a call's gap, while work hidden in every call raises even its smallest gaps.
+# time exceeds the runner's time by the protocol's own cost (a stand-in's, timed the same way before the
+# candidate is imported), read at a low quantile (GAP_QUANTILE) on both sides: a busy host only ever adds to a
+# call's gap, while work hidden in every call raises even its smallest gaps. What is left over is time the
+# judge saw and the candidate's timer did not.
+# - Beyond the noting margin (the largest of UNCLOCKED_MIN_MS, or UNCLOCKED_MIN_MS_CPU on a CPU device;
+#   UNCLOCKED_FRACTION of the candidate's time; UNCLOCKED_PROTOCOL_FRACTION of the protocol's cost; twice the
+#   stand-in's own spread below its median) it is the noting flag `unclocked_time`: the speedup is kept out of
+#   trusted figures. Honest kernels were seen up to 0.47 ms and 1.8x their own time past the stand-in on an
+#   H200 (docs/benchmarks.md), so this alone cannot reject.
+# - Beyond the rejecting margin (REJECT_MIN_MS, and REJECT_FRACTION of the candidate's time) it is
+#   `timing_mismatch`: work hidden outside the timer (after the clock stopped, on another stream, in a lazy
+#   output), or a timer that lies. Hidden work below it gains at most that margin.
 UNCLOCKED_MIN_MS = 0.1
-UNCLOCKED_MIN_MS_CPU = 0.5   # a CPU device: the host's own noise is the candidate's time, and larger
+UNCLOCKED_MIN_MS_CPU = 0.5
 UNCLOCKED_FRACTION = 0.10
 UNCLOCKED_PROTOCOL_FRACTION = 0.10
+REJECT_MIN_MS = 1.0
+REJECT_FRACTION = 2.0
 GAP_QUANTILE = 0.2
 # A time the runner claims longer than the judge's wall time around it, by more than this, is impossible.
 CLAIM_SLACK_MS = 0.02
@@ -47,32 +55,29 @@ def sweep_lost(official: Outcome, progress, what: str, strict: bool) -> Outcome:
     return final_outcome(official, sweep, strict)
 
 
-def timing_mismatch(candidate_ms: list[float], candidate_wall_ms: list[float],
-                    calibration_ms: list[float], calibration_wall_ms: list[float],
-                    floor_ms: float = UNCLOCKED_MIN_MS) -> str | None:
-    """Why the runner's times for the candidate's calls do not agree with the judge's clock, or None.
-
-    The judge's wall time around a call covers the runner's timed region plus the protocol's cost (the
-    request, the output's copy into the judge's arenas, the reply), which the stand-in measured before the
-    candidate was imported. A candidate whose timer is shorter than what the judge saw by more than that cost
-    and the margin did work outside it (after the clock stopped, on another stream, or in a lazy output), or
-    lied about its time."""
+def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float], calibration_ms: list[float],
+                   calibration_wall_ms: list[float], floor_ms: float = UNCLOCKED_MIN_MS) -> tuple[str, str] | None:
+    """(flag, why) when the runner's times for the candidate's calls do not agree with the judge's clock:
+    flags.TIMING_MISMATCH (rejecting) or flags.UNCLOCKED_TIME (noting); None when they agree."""
     if not candidate_ms:
         return None
     impossible = [(ms, wall) for ms, wall in zip(candidate_ms, candidate_wall_ms) if ms > wall + CLAIM_SLACK_MS]
     if impossible:
         ms, wall = impossible[0]
-        return f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
+        return flags.TIMING_MISMATCH, f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
     gaps = [wall - ms for ms, wall in zip(calibration_ms, calibration_wall_ms)] or [0.0]
     protocol = low_quantile(gaps)
     timed = stats.median(candidate_ms)
     unclocked = low_quantile([wall - ms for ms, wall in zip(candidate_ms, candidate_wall_ms)]) - protocol
-    margin = max(floor_ms, UNCLOCKED_FRACTION * timed, UNCLOCKED_PROTOCOL_FRACTION * protocol,
+    noting = max(floor_ms, UNCLOCKED_FRACTION * timed, UNCLOCKED_PROTOCOL_FRACTION * protocol,
                  2 * (stats.median(gaps) - protocol))
-    if unclocked > margin:
-        return (f"work outside the candidate's timer: the judge saw each call take {unclocked:.3g} ms more than "
-                f"the {timed:.3g} ms it reported (beyond the protocol's own {protocol:.3g} ms; margin "
-                f"{margin:.3g} ms)")
+    rejecting = max(REJECT_MIN_MS, REJECT_FRACTION * timed, noting)
+    why = (f"the judge saw each call take {unclocked:.3g} ms more than the {timed:.3g} ms the candidate's timer "
+           f"reported, beyond the protocol's own {protocol:.3g} ms")
+    if unclocked > rejecting:
+        return flags.TIMING_MISMATCH, f"work outside the candidate's timer: {why} (rejected from {rejecting:.3g} ms)"
+    if unclocked > noting:
+        return flags.UNCLOCKED_TIME, f"time outside the candidate's timer: {why} (noted from {noting:.3g} ms)"
     return None
 
 

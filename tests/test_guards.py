@@ -75,15 +75,19 @@ def test_guards_off_times_a_memoiser_without_noticing(cpu_config):
     assert result.status == Status.CORRECT
 
 
-def test_timing_mismatch_flags_only_work_beyond_the_protocol_and_the_margin():
-    from kbench.verdicts import timing_mismatch
+def test_time_outside_the_candidate_s_timer_is_noted_then_rejected_beyond_the_protocol():
+    from kbench.verdicts import unclocked_time
     calibration = ([0.01] * 20, [0.11] * 20)  # the protocol's own 0.1 ms
-    assert timing_mismatch([0.5] * 9, [0.61] * 9, *calibration) is None
-    hidden = timing_mismatch([0.01] * 9, [2.0] * 9, *calibration)
-    assert hidden and "outside the candidate's timer" in hidden
-    assert timing_mismatch([0.01] * 9, [0.15] * 9, *calibration) is None  # within the margin
-    lie = timing_mismatch([5.0] * 9, [1.0] * 9, *calibration)
-    assert lie and "claimed" in lie  # a time longer than the judge saw is impossible
+    assert unclocked_time([0.5] * 9, [0.61] * 9, *calibration) is None
+    assert unclocked_time([0.01] * 9, [0.15] * 9, *calibration) is None  # within the noting margin
+    noted = unclocked_time([0.5] * 9, [1.0] * 9, *calibration)
+    assert noted and noted[0] == flags.UNCLOCKED_TIME  # 0.4 ms: an honest kernel may show as much
+    hidden = unclocked_time([0.01] * 9, [2.0] * 9, *calibration)
+    assert hidden and hidden[0] == flags.TIMING_MISMATCH and "outside the candidate's timer" in hidden[1]
+    lie = unclocked_time([5.0] * 9, [1.0] * 9, *calibration)
+    assert lie and lie[0] == flags.TIMING_MISMATCH and "claimed" in lie[1]  # longer than the judge saw
+    noisy_host = unclocked_time([0.5] * 9, [0.61] * 8 + [9.0], *calibration)
+    assert noisy_host is None  # one call slowed by the host: the low quantile does not move
 
 
 def test_the_float64_truth_is_skipped_only_where_the_low_precision_flag_cannot_fire():
