@@ -16,6 +16,9 @@ import math
 from pathlib import Path
 
 
+BUILD_FAILURES = ("compile_error", "load_error")  # rows of the build phase, not of an evaluation
+
+
 def latest_rows(path: Path) -> dict[str, dict]:
     """By the solution's path from its `solutions` folder (the two runs may name them from other places)."""
     rows = {}
@@ -25,13 +28,6 @@ def latest_rows(path: Path) -> dict[str, dict]:
             key = "/".join(parts[parts.index("solutions"):] if "solutions" in parts else parts[-2:])
             rows[key] = row
     return rows
-
-
-def evaluation_s(row: dict) -> float:
-    """The evaluation's wall time without a build it ran itself (a build the cache did not have)."""
-    wall = number(row["wall_s"]) or 0.0
-    built_here = row.get("build_reused") == "False"
-    return wall - (number(row["build_s"]) or 0.0) if built_here else wall
 
 
 def number(text: str) -> float | None:
@@ -53,14 +49,15 @@ def main() -> None:
     parser.add_argument("after", type=Path)
     arguments = parser.parse_args()
     before, after = latest_rows(arguments.before), latest_rows(arguments.after)
-    print(f"{'solution':34} {'status before/after':23} {'speedup b/a':13} {'eval s b/a':12}")
+    print(f"{'solution':34} {'status before/after':23} {'speedup b/a':13} {'wall s b/a':12}")
     total_before = total_after = 0.0
     changed = 0
     for solution in sorted(set(before) & set(after)):
         old, new = before[solution], after[solution]
-        wall_old, wall_new = evaluation_s(old), evaluation_s(new)
-        total_before += wall_old
-        total_after += wall_new
+        evaluated = old["status"] not in BUILD_FAILURES
+        wall_old, wall_new = number(old["wall_s"]) or 0.0, number(new["wall_s"]) or 0.0
+        total_before += wall_old if evaluated else 0.0
+        total_after += wall_new if evaluated else 0.0
         same = old["status"] == new["status"]
         changed += not same
         speedups = "/".join(f"{value:.2f}" if value is not None else "-"
@@ -72,7 +69,7 @@ def main() -> None:
     print(f"\n{len(set(before) & set(after))} solutions in both ({len(only)} in one only); "
           f"{changed} changed status")
     if total_before:
-        print(f"evaluation time (wall, builds out): {total_before:.1f} s before, {total_after:.1f} s after "
+        print(f"wall time of the evaluations: {total_before:.1f} s before, {total_after:.1f} s after "
               f"({total_after / total_before - 1:+.1%})")
 
 

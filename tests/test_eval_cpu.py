@@ -206,19 +206,20 @@ def test_waiting_workers_serve_only_the_gpus_visible_when_they_started(cpu_confi
     from kbench.pool import worker_pool
 
     pool = worker_pool()
-    seen = tmp_path / "seen.txt"
     solution = tmp_path / "records_visible_gpus.py"
     solution.write_text((SOLUTIONS / "axpy/correct_plain.py").read_text().replace(
         "        self.alpha = alpha",
-        "        self.alpha = alpha\n        import os\n"
-        f"        open({str(seen)!r}, 'a').write(os.environ.get('CUDA_VISIBLE_DEVICES', '') + ';')"))
+        "        self.alpha = alpha\n        import os\n"  # to the log: the runner may write nowhere else
+        "        print('VISIBLE=' + os.environ.get('CUDA_VISIBLE_DEVICES', '') + ';', flush=True)"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     pool.prestart("cpu")
     for_gpu_1 = pool.waiting("cpu", visible_devices="1")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    assert evaluate(AXPY, solution, cpu_config).status == Status.CORRECT
+    result = evaluate(AXPY, solution, cpu_config)
+    assert result.status == Status.CORRECT, result.message
     assert pool.waiting("cpu", visible_devices="1") == for_gpu_1 and all(p.poll() is None for p in for_gpu_1)
-    assert set(filter(None, seen.read_text().split(";"))) == {"0"}
+    log = Path(result.log_path).read_text()
+    assert {part.split(";")[0] for part in log.split("VISIBLE=")[1:]} == {"0"}
     pool.stop_waiting()
 
 

@@ -79,7 +79,10 @@ def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_pa
     from kbench.scheduler import LocalExecutor
 
     solution = tmp_path / "tells_parent.py"
-    solution.write_text("import os\nprint('build output here')\nraise RuntimeError(f'parent {os.getppid()}')\n")
+    # The solution runs in the build worker's runner: the worker (the judge) is its parent, the server the judge's.
+    solution.write_text("import os\nprint('build output here')\n"
+                        "judge = open(f'/proc/{os.getppid()}/stat').read().rsplit(')', 1)[1].split()\n"
+                        "raise RuntimeError(f'parent {judge[1]}')\n")
     built = LocalExecutor().build((PROBLEMS / "axpy.py", solution), cpu_config, "cpu", "", 1)
     assert built.status == Status.LOAD_ERROR
     build_server = worker_pool().fork_server(waiting=False)  # not the waiting workers'

@@ -65,8 +65,8 @@ def test_changing_the_reference_in_the_candidate_s_process_gains_nothing(config,
     """The candidate's process holds its own copy of the problem; the judge's reference is out of its reach."""
     result = evaluate(CONVT, CHEATS / solution, config)
     assert no_gain(result), (result.status, result.speedup, result.message)
-    if solution.startswith("answer_through"):
-        assert result.status == Status.INCORRECT, result.message
+    if solution.startswith("answer_through"):  # wrong answers: in the trials, or in the timed calls
+        assert result.status in (Status.INCORRECT, Status.REJECTED), result.message
 
 
 @pytest.mark.gpu

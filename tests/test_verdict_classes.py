@@ -73,17 +73,25 @@ def test_a_reference_failing_at_reduced_cpu_sizes_is_its_fault_with_a_hint(cpu_c
 
 # --- Ctrl-C ------------------------------------------------------------------------------------------
 
+# The candidate signals through the build cache, the one folder of the test's that its runner may write to.
 HELD = """
 import os, pathlib, time
 def _hold(name):
     folder = pathlib.Path({folder!r})
-    (folder / name).touch()
+    (pathlib.Path({signals!r}) / name).touch()
     while (folder / "hold").exists():
         time.sleep(0.05)
 """
 
 
-def _interruptible_sweep(tmp_path: Path) -> tuple[Path, Path, Path]:
+def _signals(cache_dir: Path, tmp_path: Path) -> Path:
+    from kbench.build import versions_tag
+    folder = cache_dir / "extensions" / versions_tag() / f"signals-{tmp_path.name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _interruptible_sweep(tmp_path: Path, signals: Path) -> tuple[Path, Path, Path]:
     """problems/axpy.py with three solutions: one quick, one whose build (import) waits while `hold` exists,
     one whose forward waits while it exists."""
     problems, solutions = tmp_path / "problems", tmp_path / "solutions" / "axpy"
@@ -92,7 +100,7 @@ def _interruptible_sweep(tmp_path: Path) -> tuple[Path, Path, Path]:
     (problems / "axpy.py").write_text((PROBLEMS / "axpy.py").read_text())
     plain = (SOLUTIONS / "axpy/correct_plain.py").read_text()
     (solutions / "a_quick.py").write_text(plain)
-    held = HELD.format(folder=str(tmp_path))
+    held = HELD.format(folder=str(tmp_path), signals=str(signals))
     (solutions / "b_build.py").write_text(plain + held + "# builds like load_inline would\n_hold('building')\n")
     (solutions / "c_evaluation.py").write_text(plain + held + "_forward = ModelNew.forward\n"
                                                "def forward(self, *args):\n    _hold('evaluating')\n"
@@ -108,12 +116,13 @@ def _sweep(problems, solutions, out, cache_dir, *extra) -> list[str]:
 
 
 def test_ctrl_c_in_builds_and_evaluations_stops_at_once_and_resume_completes(tmp_path, cache_dir):
-    problems, solutions, out = _interruptible_sweep(tmp_path)
+    signals = _signals(cache_dir, tmp_path)
+    problems, solutions, out = _interruptible_sweep(tmp_path, signals)
     environment = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     process = subprocess.Popen(_sweep(problems, solutions, out, cache_dir), env=environment,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
-    while not ((tmp_path / "building").exists() and (tmp_path / "evaluating").exists()):
+    while not ((signals / "building").exists() and (signals / "evaluating").exists()):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.1)
     interrupted = time.monotonic()
