@@ -78,7 +78,8 @@ def run_options(command):
                           "settings: TF32 convolutions), compile (torch.compile of the reference)."),
         click.option("--guards/--no-guards", "guards", default=True, show_default=True,
                      help="Anti-cheat checks that cost time (fresh timed inputs, timed-output checks, the "
-                          "reference timed alone and snapshotted, hidden-work, op, kernel and precision checks)."),
+                          "reference timed alone, op, kernel and precision checks; the runner boundary and "
+                          "the judge's clock always hold)."),
         click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help=f"Builds and logs [default: {default_cache_dir()}; env KBENCH_CACHE_DIR]."),
         click.option("--out", default=Path("results/results.csv"), show_default=True,

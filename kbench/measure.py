@@ -33,7 +33,7 @@ class TimingRecord:
 def measure(reference_model, candidate_model, make_inputs, trials: TrialsResult, context: Context) -> TimingRecord:
     """Time the sides on fresh contents every round (fresh.py), the candidate's outputs checked against the
     reference's for the same contents."""
-    config, device = context.config, context.device
+    device = context.device
     context.progress.enter("timing")
     rounds = FreshRounds(make_inputs, reference_model, trials.output_bytes, context)
     timer = _timer(device)
@@ -87,7 +87,7 @@ def calibrate(runner, problem_path: str, reference, context: Context) -> timing.
 
 # The reference's timed calls before the candidate is imported stop after this long, or once their median is
 # known to ALONE_TARGET_RSE: plenty beside stats.SLOWDOWN_MIN_RATIO. No warm-up call: the reference's first
-# call (the snapshot's probe) came right before.
+# call (the op recording's) came right before.
 ALONE_BUDGET_S = 0.25
 ALONE_TARGET_RSE = 0.03
 

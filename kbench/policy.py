@@ -1,7 +1,8 @@
-"""Precision policies and the global numerical settings a candidate could flip, in one table.
+"""Precision policies and the global numerical settings they fix, in one table.
 
-Each setting is a name with a getter and a setter: the policies set them, the worker snapshots them before
-the candidate is imported, and a change is detected and undone the same way for every one of them.
+Each setting is a name with a getter and a setter. The judge applies the policy before it runs the reference
+(and puts it back after a baseline changed it); the runner applies it before it imports the candidate, whose
+process is its own to change after that.
 """
 
 from __future__ import annotations

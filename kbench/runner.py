@@ -22,7 +22,7 @@ from kbench.config import RunConfig
 from kbench.job import Job, ProgressRecord
 from kbench.pool import kill_session, worker_pool
 from kbench.problem import describe_overrides
-from kbench.results import Identity, Outcome, Result, Status, SweepResult
+from kbench.results import Identity, Outcome, Result, Status
 from kbench.solution import Solution
 from kbench.verdicts import sweep_lost
 
