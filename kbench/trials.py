@@ -36,6 +36,7 @@ def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str],
     """Every trial, or a Stop: incorrect at the first set of trials that does not pass, rejected on a flag."""
     config = context.config
     outcomes, truth_verdicts, output_bytes = [], [], 0
+    precise_up_to = None  # the largest error against the float32 reference the float64 truth found precise
     for trial in range(config.trials):
         inputs = make_inputs(config.seed + trial)
         candidate_inputs, reference_inputs = clone(inputs), clone(inputs)
@@ -57,8 +58,9 @@ def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str],
         if outcome.passed and config.guards:
             if trial == 0:
                 _note_weak_check(reference_output, context)
-            if flags.LOW_PRECISION not in context.findings.flags and guards.low_precision_possible(outcome.norm_err):
+            if _precision_unknown(outcome.norm_err, precise_up_to, context):
                 _note_low_precision(reference_model, inputs, reference_output, candidate_output, context)
+                precise_up_to = max(precise_up_to or 0.0, outcome.norm_err or 0.0)
         guards.poison(reference_output)
         del candidate_output, reference_output
     if not context.check.passed:  # with the notes: that no float64 truth could decide, say
@@ -69,6 +71,16 @@ def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str],
                               f"the candidate is off it by {context.check.truth_candidate_err:.2g}, the float32 "
                               f"reference by {context.check.truth_reference_err:.2g}")
     return TrialsResult(context.check, output_bytes)
+
+
+def _precision_unknown(norm_err: float | None, precise_up_to: float | None, context: Context) -> bool:
+    """Whether this trial's precision needs the float64 truth: its error against the float32 reference could
+    reach the flag (guards.low_precision_possible), and is more than twice the largest error the truth has
+    already found precise in an earlier trial (a candidate precise only while first watched shows a larger
+    error against the float32 reference once it is not: bf16 or TF32 errors are orders of magnitude larger)."""
+    if flags.LOW_PRECISION in context.findings.flags or not guards.low_precision_possible(norm_err):
+        return False
+    return precise_up_to is None or norm_err is None or norm_err != norm_err or norm_err > 2 * precise_up_to
 
 
 def _note_call(candidate, reference_ops: set[str], context: Context) -> None:

@@ -72,6 +72,11 @@ def test_every_trial_output_is_checked_whatever_the_call(config, solution):
     assert result.status == Status.INCORRECT, result.message
 
 
+def test_precision_is_judged_on_every_trial_not_the_first(config):
+    result = evaluate(CONVT, BOUNDARY / "precise_while_first_watched.py", config)
+    assert result.status == Status.CORRECT and flags.LOW_PRECISION in result.flags, (result.status, result.message)
+
+
 def test_each_sweep_configuration_builds_a_new_model_new(config):
     from dataclasses import replace
     result = evaluate(AXPY_ROWS, BOUNDARY / "first_instance_only.py", replace(config, sweep=3))
