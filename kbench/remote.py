@@ -1,8 +1,8 @@
 """The judge's end of the boundary: the runner process, and the candidate's models as the judge sees them.
 
-RunnerProcess starts `python -m kbench.sandbox.runner` in a session of its own, speaks to it through two pipes
-(sandbox/wire.py) and kills it and everything it left behind when the evaluation ends, before the judge writes
-its verdict. RemoteModel is a model whose calls run in the runner: the judge puts the arguments in its arenas,
+RunnerProcess starts the runner (kbench.sandbox.runner: a fork of the judge before it touches CUDA, else a fresh
+interpreter) in a session of its own, speaks to it through two pipes (sandbox/wire.py) and kills it and
+everything it left behind when the evaluation ends, before the judge writes its verdict. RemoteModel is a model whose calls run in the runner: the judge puts the arguments in its arenas,
 the runner calls ModelNew on them and copies the outputs into the judge's output arenas, and the judge copies
 them out again at once into memory only it holds. What the runner says about an output (type, dtype, shape,
 device) is checked before its bytes are read; a call it says it timed is bounded by the judge's own clock
@@ -26,6 +26,7 @@ from kbench.progress import Stop
 from kbench.results import Status
 from kbench.sandbox import wire
 from kbench.sandbox.arenas import JudgeArenas, dtype_name, dtype_of, nbytes, view
+from kbench.sandbox.limits import is_subreaper
 
 _PLAIN_KINDS = ("Tensor", "Parameter")
 
@@ -98,8 +99,9 @@ class RunnerProcess:
             return None
 
     def pause(self) -> None:
-        """Stop every process of the runner's session (while the judge times the reference: nothing of the
-        candidate's runs beside it on the CPU, nor launches GPU work)."""
+        """Stop the runner's process group while the judge times the reference: nothing of the candidate's runs
+        beside it on the CPU, nor launches GPU work. (A child the candidate moved to a group of its own is not
+        stopped; scanning the session for it every round would cost more than the rounds: guards.md.)"""
         _signal_group(self.process.pid, signal.SIGSTOP)
 
     def resume(self) -> None:
@@ -114,7 +116,8 @@ class RunnerProcess:
         except ProcessLookupError:
             pass
         self.process.wait()
-        for _ in range(10):
+        # A judge (a subreaper) has no children but its runner's: what is left is what the runner left behind.
+        for _ in range(10 if is_subreaper() else 0):
             orphans = _children_of(os.getpid())
             if not orphans:
                 break

@@ -24,6 +24,7 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
 _PR_SET_NO_NEW_PRIVS = 38
 _CLONE_NEWNET = 0x40000000
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -50,6 +51,15 @@ def judge_protection() -> None:
         libc = _libc()
         libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def is_subreaper() -> bool:
+    """Whether orphans of this process's descendants become its children (judge_protection)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    flag = ctypes.c_int(0)
+    _libc().prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+    return bool(flag.value)
 
 
 def confine(writable: list[Path]) -> list[str]:
