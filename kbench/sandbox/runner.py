@@ -18,8 +18,8 @@ import traceback
 from pathlib import Path
 
 import torch
-import torch.utils._python_dispatch
 
+from kbench.guards import record_ops
 from kbench.sandbox import limits, wire
 from kbench.sandbox.arenas import RunnerArenas, dtype_name, dtype_of, nbytes
 
@@ -180,9 +180,9 @@ class Runner:
             if mode == "timed":
                 output, reply["timed_ms"] = self._timed(model, arguments)
             elif mode == "ops":
-                found: set[str] = set()
-                output = _capture(lambda: found.update(record_ops(lambda: _keep(model(*arguments)))))
-                reply["ops"] = sorted(found)
+                returned: list = []
+                reply["ops"] = sorted(record_ops(lambda: returned.append(model(*arguments))))
+                output = returned[0]
             elif mode == "kernels":
                 from kbench import kernels
                 reply["library_only"] = kernels.library_only_message(lambda: model(*arguments))
@@ -301,37 +301,6 @@ class Namespaces:
             now = vars(self.problem).get(name)
             if now is not official and namespace.get(name) is official:
                 namespace[name] = self.written[name] = now
-
-
-class _OpRecorder(torch.utils._python_dispatch.TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops: set[str] = set()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.add(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
-
-
-def record_ops(call) -> set[str]:
-    """The aten ops dispatched while `call` runs (from Python and C++ alike)."""
-    recorder = _OpRecorder()
-    with recorder:
-        call()
-    return recorder.ops
-
-
-_kept: list = []
-
-
-def _keep(output):
-    _kept.append(output)
-
-
-def _capture(call):
-    _kept.clear()
-    call()
-    return _kept.pop()
 
 
 def _failure(status: str, message: str, record) -> dict:

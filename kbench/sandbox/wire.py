@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 # The judge refuses a runner's message larger than this (a message carries descriptions, never data).
 MAX_MESSAGE_BYTES = 4 << 20
@@ -212,8 +212,3 @@ class Progress:
 
     building: str = ""
     since: float | None = None
-
-
-def to_wire(record) -> dict:
-    return asdict(record)
-
