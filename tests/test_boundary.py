@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -98,6 +99,20 @@ def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_m
 ])
 def test_honest_look_alikes_are_correct_without_a_rejecting_flag(config, solution, problem):
     result = evaluate(problem, solution, config)
+    assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
+
+
+KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench"
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="needs ../shared/kernelbench")
+def test_a_kernelbench_subclass_of_the_reference_with_list_globals_is_correct(config, tmp_path):
+    """KernelBench runs the candidate in the reference's namespace; level 3 #1 has a list global (which an
+    earlier snapshot of the reference took for the candidate's change)."""
+    from dataclasses import replace
+    candidate = tmp_path / "subclass.py"
+    candidate.write_text("class ModelNew(Model):  # noqa: F821\n    pass\n")
+    result = evaluate(KERNELBENCH / "level3" / "1_MLP.py", candidate, replace(config, trials=2, time=False))
     assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
 
 
