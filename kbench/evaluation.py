@@ -55,6 +55,8 @@ def _decided(job: Job, context: Context, finish) -> Outcome:
         return finish(_stages(job, context, finish))
     except RunnerDied as died:
         stop = failure_of(died, progress.record.phase)
+        if progress.record.phase in _BEFORE_THE_CANDIDATE:  # nothing of the candidate's had run in it yet
+            stop = Stop(Status.INFRA_ERROR, stop.message)
         return finish(_after_official(stop, context) or context.findings.outcome(stop.status, message=stop.message,
                                                                                  check=context.check))
     except Stop as stop:
