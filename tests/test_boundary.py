@@ -86,9 +86,12 @@ def test_each_sweep_configuration_builds_a_new_model_new(config):
 
 
 def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_memory(config):
+    from kbench.sandbox.limits import landlock_available
     result = evaluate(AXPY, BOUNDARY / "escape.py", config)
     assert result.status == Status.LOAD_ERROR
-    assert "write:denied" in result.message and "judge-memory:denied" in result.message, result.message
+    assert "judge-memory:denied" in result.message, result.message
+    if landlock_available():  # else the runner runs unconfined, and its log says so
+        assert "write:denied" in result.message, result.message
 
 
 @pytest.mark.parametrize("solution, problem", [

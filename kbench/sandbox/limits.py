@@ -81,6 +81,15 @@ def confine(writable: list[Path]) -> list[str]:
     return notes
 
 
+def landlock_available() -> bool:
+    """Whether confine() can limit writes here (the package, and a kernel with Landlock)."""
+    try:
+        import landlock
+        return landlock.landlock_abi_version() >= 1
+    except (ImportError, OSError):
+        return False
+
+
 def _landlock(writable: list[Path]) -> list[str]:
     try:
         import landlock
