@@ -20,7 +20,8 @@ from kbench.measure import calibrate, measure, time_alone
 from kbench.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.progress import Context, Findings, Progress, Stop
-from kbench.remote import RunnerDied, RunnerProcess, failure_of, new_candidate
+from kbench.remote import failure_of, new_candidate
+from kbench.remote_process import RunnerDied, RunnerProcess
 from kbench.results import Outcome, Status, Timing
 from kbench.sandbox import wire
 from kbench.trials import run_trials

@@ -9,9 +9,8 @@ from kbench import flags, guards, timing, verdicts
 from kbench.fresh import FreshRounds
 from kbench.job import one_line
 from kbench.progress import Context, Stop
-from kbench.remote import RemoteModel
+from kbench.remote import new_stand_in
 from kbench.results import ClockRecord, Status, Timing
-from kbench.sandbox import wire
 from kbench.timed_sides import build_sides, default_is_reference
 from kbench.trials import TrialsResult
 
@@ -70,11 +69,8 @@ def calibrate(runner, problem_path: str, reference, context: Context) -> timing.
     reference's kind matters: its outputs are the candidate's shapes, and its calls last long enough that the
     runner waits for the device, as a real kernel's do."""
     with context.progress.spent("calibrating the runner"):
-        stand_in = RemoteModel(runner, "stand_in")
-        message, _ = stand_in.stage(reference.init_inputs, prefix="init")
-        RemoteModel._reply(runner.request({"op": "stand_in", "problem": problem_path, "policy": context.config.policy,
-                                           "init": message["args"], "seed": context.config.seed,
-                                           "overrides": wire.encode_value(dict(context.overrides))}))
+        stand_in = new_stand_in(runner, problem_path, context.config.policy, reference.init_inputs,
+                                context.config.seed, context.overrides)
         timer = _timer(context.device)
         rounds = FreshRounds(reference.make_inputs, reference.model, 0, context, check=False)
         sides = build_sides(reference.model, stand_in, rounds, getattr(timer, "flush", timing.do_nothing), context)

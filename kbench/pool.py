@@ -244,6 +244,11 @@ def environment(extra: dict) -> dict:
                 PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
 
 
+def signal_name(number: int) -> str:
+    """'SIGSEGV' for 11; the number itself for a signal this platform does not name."""
+    return signal.Signals(number).name if number in signal.valid_signals() else str(number)
+
+
 def kill_session(session_id: int) -> None:
     """Kill a worker's whole session: the worker and everything it started.
 
@@ -267,8 +272,19 @@ def kill_session(session_id: int) -> None:
 
 
 def _session_members(session_id: int) -> list[int]:
-    """Processes whose session id is `session_id` (Linux /proc; elsewhere, none found)."""
-    members = []
+    """Processes whose session id is `session_id`."""
+    return _living(lambda fields: int(fields[3]) == session_id)
+
+
+def children_of(parent: int) -> list[int]:
+    """Living processes whose parent is `parent`."""
+    return _living(lambda fields: int(fields[1]) == parent)
+
+
+def _living(matches: Callable[[list[str]], bool]) -> list[int]:
+    """Processes, not zombies, whose /proc/PID/stat fields after the parenthesised command name (state ppid
+    pgrp session ...) match (Linux /proc; elsewhere, none found)."""
+    found = []
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         if not entry.name.isdigit():
             continue
@@ -276,8 +292,7 @@ def _session_members(session_id: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        # Fields after the parenthesised command name: state ppid pgrp session ...
         fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 3 and int(fields[3]) == session_id and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
+        if len(fields) > 3 and fields[0] != "Z" and matches(fields):
+            found.append(int(entry.name))
+    return found

@@ -121,7 +121,7 @@ class Context:
     device: object             # torch.device
     progress: Progress
     findings: Findings
-    runner: object = None      # remote.RunnerProcess: where the candidate runs
+    runner: object = None      # remote_process.RunnerProcess: where the candidate runs
     check: CheckResult | None = None  # the correctness trials so far (kept in the row of a later failure)
     overrides: dict = field(default_factory=dict)  # global overrides in use (the official sizes' or the CPU's)
     official: Outcome | None = None   # the verdict at the official sizes, once known (a sweep cannot undo it)

@@ -1,226 +1,26 @@
-"""The judge's end of the boundary: the runner process, and the candidate's models as the judge sees them.
+"""The candidate's models as the judge sees them (the runner process itself: remote_process.py).
 
-RunnerProcess starts the runner (kbench.sandbox.runner: a fork of the judge before it touches CUDA, else a fresh
-interpreter) in a session of its own, speaks to it through two pipes (sandbox/wire.py) and kills it and
-everything it left behind when the evaluation ends, before the judge writes its verdict. RemoteModel is a model whose calls run in the runner: the judge puts the arguments in its arenas,
+RemoteModel is a model whose calls run in the runner: the judge puts the arguments in its arenas,
 the runner calls ModelNew on them and copies the outputs into the judge's output arenas, and the judge copies
 them out again at once into memory only it holds. What the runner says about an output (type, dtype, shape,
 device) is checked before its bytes are read; a call it says it timed is bounded by the judge's own clock
-(timing.RemoteTimer).
+(timed_sides.RemoteTimer).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import torch
 
 from kbench.progress import Stop
+from kbench.remote_process import RunnerDied, RunnerProcess, describe_exit
 from kbench.results import Status
 from kbench.sandbox import wire
-from kbench.sandbox.arenas import JudgeArenas, dtype_name, dtype_of, nbytes, view
-from kbench.sandbox.limits import is_subreaper
+from kbench.sandbox.arenas import dtype_name, dtype_of, nbytes, view
 
 _PLAIN_KINDS = ("Tensor", "Parameter")
 
-
-class RunnerDied(Exception):
-    """The runner's pipe closed: it exited or was killed (`returncode` as subprocess gives it)."""
-
-    def __init__(self, returncode: int | None):
-        self.returncode = returncode
-        super().__init__(describe_exit(returncode))
-
-
-def describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "the runner stopped answering"
-    if returncode < 0:
-        try:
-            return f"the runner was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"the runner was killed by signal {-returncode}"
-    return f"the runner exited with code {returncode}"
-
-
-class RunnerProcess:
-    """One runner: started (warming up) as early as the judge can, used by one evaluation, then killed."""
-
-    def __init__(self, device: str):
-        self.device = torch.device(device)
-        base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        self.exchange = Path(tempfile.mkdtemp(prefix="kbench-exchange-", dir=base))
-        self.scratch = Path(tempfile.mkdtemp(prefix="kbench-scratch-"))
-        commands_read, self.commands = os.pipe()
-        self.replies, replies_write = os.pipe()
-        environment = {"TMPDIR": str(self.scratch), "TORCHINDUCTOR_CACHE_DIR": str(self.scratch / "inductor")}
-        arguments = [str(commands_read), str(replies_write), device]
-        if torch.cuda.is_initialized():  # a fork could not use CUDA: a fresh interpreter
-            self.process = subprocess.Popen([sys.executable, "-m", "kbench.sandbox.runner", *arguments],
-                                            pass_fds=(commands_read, replies_write), start_new_session=True,
-                                            env=dict(os.environ, **environment), stdin=subprocess.DEVNULL)
-        else:  # torch is imported already and nothing of CUDA exists: a fork starts in milliseconds
-            self.process = _fork_runner(arguments, environment, keep=(commands_read, replies_write))
-        os.close(commands_read)
-        os.close(replies_write)
-        self.arenas = JudgeArenas(self.device, self.exchange)
-        self.instances = 0
-
-    def request(self, message: dict, on_progress=None) -> dict:
-        """Send a command and wait for its reply; progress messages on the way go to `on_progress`."""
-        message = dict(message, arenas=self.arenas.take_unsent())
-        try:
-            wire.send(self.commands, message)
-            while True:
-                reply = wire.receive(self.replies)
-                if reply.get("event") == "building":
-                    if on_progress is not None:
-                        on_progress(wire.Progress(str(reply.get("building") or "")[:200], _number(reply.get("since"))))
-                    continue
-                return reply
-        except (wire.ChannelClosed, BrokenPipeError):
-            raise RunnerDied(self._returncode()) from None
-
-    def new_instance(self) -> str:
-        self.instances += 1
-        return f"model{self.instances}"
-
-    def _returncode(self) -> int | None:
-        try:
-            return self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def pause(self) -> None:
-        """Stop the runner's process group while the judge times the reference: nothing of the candidate's runs
-        beside it on the CPU, nor launches GPU work. (A child the candidate moved to a group of its own is not
-        stopped; scanning the session for it every round would cost more than the rounds: guards.md.)"""
-        _signal_group(self.process.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        _signal_group(self.process.pid, signal.SIGCONT)
-
-    def stop(self) -> None:
-        """Kill the runner's session and whatever of it was reparented to the judge (a subreaper: limits.py);
-        remove its folders."""
-        _signal_group(self.process.pid, signal.SIGKILL)
-        try:
-            os.kill(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait()
-        # A judge (a subreaper) has no children but its runner's: what is left is what the runner left behind.
-        for _ in range(10 if is_subreaper() else 0):
-            orphans = _children_of(os.getpid())
-            if not orphans:
-                break
-            for pid in orphans:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                except (ProcessLookupError, ChildProcessError):
-                    pass
-        for fd in (self.commands, self.replies):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.arenas.close()
-        shutil.rmtree(self.exchange, ignore_errors=True)
-        shutil.rmtree(self.scratch, ignore_errors=True)
-
-
-class _Forked:
-    """A forked runner, with the part of subprocess.Popen's interface the judge uses."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-        self.returncode: int | None = None
-
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.returncode is None:
-            pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-            elif time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired("runner", timeout)
-            else:
-                time.sleep(0.01)
-        return self.returncode
-
-
-def _fork_runner(arguments: list[str], environment: dict, keep: tuple[int, ...]) -> _Forked:
-    pid = os.fork()
-    if pid:
-        _wait_for_own_session(pid)
-        return _Forked(pid)
-    try:  # the child: a session of its own, only its pipes and the standard streams open
-        os.setsid()
-        os.closerange(3, min(keep))
-        os.closerange(min(keep) + 1, max(keep))
-        os.closerange(max(keep) + 1, 1 << 16)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.environ.update(environment)
-        from kbench.sandbox import runner
-        code = runner.main(arguments)
-    except BaseException:
-        import traceback
-        traceback.print_exc()
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def _wait_for_own_session(pid: int) -> None:
-    """Until the child's setsid() has run, its process group is the judge's: signals to its group would miss it."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            if os.getpgid(pid) == pid:
-                return
-        except ProcessLookupError:
-            return
-        time.sleep(0.0005)
-
-
-def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def _signal_group(pid: int, signum: int) -> None:
-    try:
-        os.killpg(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _children_of(parent: int) -> list[int]:
-    """Living processes whose parent is `parent` (Linux /proc)."""
-    found = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == parent and fields[0] != "Z":
-            found.append(int(entry))
-    return found
-
-
-# --- the candidate's model, seen from the judge --------------------------------------------------------------
 
 class RemoteModel:
     """ModelNew in the runner. Calling it returns outputs in the judge's memory, or raises Stop."""
@@ -250,7 +50,8 @@ class RemoteModel:
         return [view if view is not None else value for view, value in zip(views, inputs)]
 
     def stage(self, inputs: list, prefix: str = "in") -> tuple[dict, list]:
-        """The call's message with the arguments in arenas (copied there now), and the arena views."""
+        """The call's message with the arguments in arenas (copied there now, unless they are the arenas'
+        views already: the timing loop's buffers), and the arena views."""
         arguments, views = [], []
         for index, value in enumerate(inputs):
             if isinstance(value, torch.Tensor):
@@ -263,7 +64,7 @@ class RemoteModel:
             else:
                 views.append(None)
                 arguments.append({"value": _encoded(value)})
-        if self.runner.device.type == "cuda":
+        if self.runner.device.type == "cuda":  # the runner reads them (written on the judge's stream) at once
             torch.cuda.synchronize(self.runner.device)
         return {"op": "call", "instance": self.instance, "args": arguments}, views
 
@@ -279,7 +80,7 @@ class RemoteModel:
         outputs = self._outputs(reply, timed=mode == "timed")
         if self.runner.device.type == "cuda":
             torch.cuda.synchronize(self.runner.device)
-        # The judge's clock stops once it holds the outputs (timing.RemoteTimer): a runner that replied before
+        # The judge's clock stops once it holds the outputs (timed_sides.RemoteTimer): a runner that replied before
         # its work was done either waited for it here or handed over what its work had not yet written.
         self.received_at = time.perf_counter()
         return outputs, reply
@@ -353,10 +154,22 @@ def _parsed(data: dict) -> wire.CallReply:
 def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides: dict) -> RemoteModel:
     """ModelNew(*init_inputs) built in the runner right after `seed`, as the reference was, at the sizes
     `overrides` set (the runner's copy of the problem follows them); the runner's earlier instances go."""
-    model = RemoteModel(runner, runner.new_instance())
+    return _built(runner, "build", runner.new_instance(), init_inputs, seed, overrides)
+
+
+def new_stand_in(runner: RunnerProcess, problem_path: str, policy: str, init_inputs: list, seed: int,
+                 overrides: dict) -> RemoteModel:
+    """The problem's own Model built in the runner, before the candidate is imported (measure.calibrate)."""
+    return _built(runner, "stand_in", "stand_in", init_inputs, seed, overrides, problem=problem_path, policy=policy)
+
+
+def _built(runner: RunnerProcess, op: str, instance: str, init_inputs: list, seed: int, overrides: dict,
+           **fields) -> RemoteModel:
+    """A model built in the runner by `op`, from init arguments staged like a call's."""
+    model = RemoteModel(runner, instance)
     message, _ = model.stage(init_inputs, prefix="init")
-    RemoteModel._reply(runner.request({"op": "build", "instance": model.instance, "init": message["args"],
-                                       "seed": seed, "overrides": wire.encode_value(dict(overrides))}))
+    RemoteModel._reply(runner.request({"op": op, "instance": instance, "init": message["args"], "seed": seed,
+                                       "overrides": wire.encode_value(dict(overrides)), **fields}))
     return model
 
 

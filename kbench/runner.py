@@ -11,7 +11,6 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import signal
 import tempfile
 import time
 from dataclasses import replace
@@ -20,7 +19,7 @@ from typing import Callable
 
 from kbench.config import RunConfig
 from kbench.job import Job, ProgressRecord
-from kbench.pool import kill_session, worker_pool
+from kbench.pool import kill_session, signal_name, worker_pool
 from kbench.problem import describe_overrides
 from kbench.results import Identity, Outcome, Result, Status
 from kbench.solution import Solution
@@ -116,8 +115,7 @@ def lost_worker_outcome(progress: ProgressRecord, returncode: int | None, config
         where = f"building {progress.building}" if progress.building else phase
         what = f"no result after {config.timeout_s:g} s while {where}"
     elif returncode < 0:
-        name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
-        what = f"worker killed by {name} while {phase}"
+        what = f"worker killed by {signal_name(-returncode)} while {phase}"
     else:
         last = _last_log_line(log_path)
         what = f"worker exited with code {returncode} while {phase}" + (f": {last}" if last else "")

@@ -29,9 +29,27 @@ def default_is_reference(context: Context) -> bool:
     return context.device.type != "cuda" or context.config.policy == PYTORCH_DEFAULT
 
 
+class RemoteTimer:
+    """The candidate's call timed by its runner, inside the judge's own clock.
+
+    Before the call the judge loads the inputs into its arenas and flushes L2 (the flush and the contents
+    are the judge's doing, so the runner cannot skip them); the judge's wall clock runs from the request to
+    the reply, which the runner sends once the device is idle and the outputs are in the judge's arenas. The
+    runner's time (CUDA events next to the call, or its host clock on a CPU) counts only as far as the wall
+    time bounds it (verdicts.timing_mismatch)."""
+
+    name = "runner"
+
+    def __init__(self, flush: Callable[[], None]):
+        self.flush = flush
+
+    def measure(self, call) -> tuple[float, float, object]:
+        return call.timed(self.flush)
+
+
 class RemoteCall:
     """The candidate's timed call: a plain call of the model in the runner on `buffers`, or (timed) one with
-    the judge's flush before it and the judge's wall clock around it (timing.RemoteTimer)."""
+    the judge's flush before it and the judge's wall clock around it (RemoteTimer)."""
 
     def __init__(self, model, buffers: list):
         self.model = model
@@ -57,7 +75,7 @@ def build_sides(reference_model, candidate_model, rounds, flush, context: Contex
     candidate first: fresh.py). They share one set of input buffers, which each side reloads with the round's
     contents (fresh.FreshRounds) before its call: whatever a call did to them, the next starts from the
     contents. The candidate's set is in the judge's arenas; the reference and the baselines share one of the
-    judge's own. While the reference and the baselines run, the runner is stopped (remote.RunnerProcess.pause)."""
+    judge's own. While the reference and the baselines run, the runner is stopped (remote_process.RunnerProcess.pause)."""
     config = context.config
     buffers = clone(rounds.inputs)
     reference_inspect = guards.poison if config.guards else timing.do_nothing
@@ -66,7 +84,7 @@ def build_sides(reference_model, candidate_model, rounds, flush, context: Contex
     arena_buffers = candidate_model.arena_views(rounds.inputs)
     candidate_side = timing.Side(RemoteCall(candidate_model, arena_buffers),
                                  prepare=lambda: load_into(arena_buffers, rounds.inputs),
-                                 inspect=rounds.candidate_done, timer=timing.RemoteTimer(flush))
+                                 inspect=rounds.candidate_done, timer=RemoteTimer(flush))
     sides = {"candidate": TimedSide(candidate_side, None, arena_buffers),
              "reference": _side(reference_model, buffers, rounds, context,
                                 inspect=rounds.reference_done if config.guards else timing.do_nothing)}

@@ -84,24 +84,6 @@ class CudaEventTimer:
         return start.elapsed_time(end), wall_ms, output
 
 
-class RemoteTimer:
-    """The candidate's call timed by its runner, inside the judge's own clock.
-
-    Before the call the judge loads the inputs into its arenas and flushes L2 (the flush and the contents
-    are the judge's doing, so the runner cannot skip them); the judge's wall clock runs from the request to
-    the reply, which the runner sends once the device is idle and the outputs are in the judge's arenas. The
-    runner's time (CUDA events next to the call, or its host clock on a CPU) counts only as far as the wall
-    time bounds it (verdicts.timing_mismatch)."""
-
-    name = "runner"
-
-    def __init__(self, flush: Callable[[], None]):
-        self.flush = flush
-
-    def measure(self, call) -> tuple[float, float, object]:
-        return call.timed(self.flush)
-
-
 # cudaLimitPersistingL2CacheSize and CU_LIMIT_PERSISTING_L2_CACHE_SIZE (0x05 is the fetch granularity).
 _LIMIT_PERSISTING_L2 = 0x06
 _RUNTIME_CALLS = ("cudaCtxResetPersistingL2Cache", "cudaDeviceGetLimit", "cudaDeviceSetLimit", "cudaGetLastError")
@@ -266,7 +248,7 @@ class Side:
     call: Callable[[], object]                           # timed
     prepare: Callable[[], None] = do_nothing               # before each call (e.g. load the next inputs)
     inspect: Callable[[object], None] = do_nothing         # after each call, given its output
-    timer: object = None                                   # its own Timer (the candidate's), else the loop's
+    timer: object = None                                   # its own Timer (timed_sides.RemoteTimer), else the loop's
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from kbench import check, flags, guards
 from kbench.loading import call_reference, clone, tensor_bytes
 from kbench.progress import Context, Stop
 from kbench.results import CheckResult, Status
+from kbench.sandbox.arenas import aliasing
 from kbench.truth import NoTruth, Verdict, float64_truth, judge_by_truth, largest_error
 
 
@@ -101,14 +102,13 @@ def _check_inputs(pristine: list, candidate_inputs: list, reference_inputs: list
         context.findings.raise_if_rejected()
 
 
-def _check_aliasing(aliasing: tuple[int, ...], reference_output, reference_inputs: list) -> None:
+def _check_aliasing(aliased: tuple[int, ...], reference_output, reference_inputs: list) -> None:
     """An output that shares memory with an input is wrong unless the reference's does too."""
-    if not aliasing:
+    if not aliased:
         return
-    from kbench.sandbox.runner import aliasing as overlapping
     items = list(reference_output) if isinstance(reference_output, (tuple, list)) else [reference_output]
-    reference_aliasing = set(overlapping(items, reference_inputs))
-    for index in aliasing:
+    reference_aliasing = set(aliasing(items, reference_inputs))
+    for index in aliased:
         if index not in reference_aliasing:
             raise Stop(Status.INCORRECT, f"output {index} shares memory with an input (the reference's does not)")
 

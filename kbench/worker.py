@@ -23,7 +23,7 @@ import torch
 from kbench import evaluation, guards, policy
 from kbench.job import Job, write_json_atomic
 from kbench.progress import Progress
-from kbench.remote import RunnerProcess
+from kbench.remote_process import RunnerProcess
 from kbench.results import Outcome
 from kbench.sandbox.limits import judge_protection
 

@@ -14,7 +14,8 @@ import torch
 
 from kbench import flags
 from kbench.config import RunConfig
-from kbench.remote import RemoteModel, RunnerDied, RunnerProcess
+from kbench.remote import new_stand_in
+from kbench.remote_process import RunnerDied, RunnerProcess
 from kbench.results import Status
 from kbench.runner import evaluate
 from kbench.sandbox import wire
@@ -128,22 +129,53 @@ def runner():
     process.stop()
 
 
+def stand_in(runner, problem):
+    return new_stand_in(runner, str(problem), "strict-fp32", [], 0, {})
+
+
 def test_outputs_come_back_as_the_judge_s_own_tensors(runner):
-    runner.request({"op": "echo", "outputs": [["float32", [3, 5]], ["int64", [7]]]})
-    model = RemoteModel(runner, "echo")
-    first, second = model(torch.zeros(4))
-    assert first.dtype == torch.float32 and first.shape == (3, 5) and bool((first == 1).all())
-    assert second.dtype == torch.int64 and second.shape == (7,)
+    x = torch.rand(4, 9)
+    low, high = stand_in(runner, PROBLEMS / "minmax.py")(x)  # the problem's Model, in the runner
+    assert torch.equal(low, x.amin(-1)) and torch.equal(high, x.amax(-1))
     # The judge's copy: what the runner writes to the arena afterwards does not change it.
     runner.arenas.buffers[runner.arenas.slots["out0"]].fill_(0)
-    assert bool((first == 1).all())
+    assert torch.equal(low, x.amin(-1))
 
 
 def test_outputs_larger_than_the_arenas_grow_them(runner):
-    runner.request({"op": "echo", "outputs": [["float32", [4]]]})
-    assert RemoteModel(runner, "echo")(torch.zeros(1)).shape == (4,)
-    runner.request({"op": "echo", "outputs": [["float64", [1000, 100]]]})
-    assert RemoteModel(runner, "echo")(torch.zeros(1)).shape == (1000, 100)
+    model = stand_in(runner, PROBLEMS / "minmax.py")
+    assert model(torch.rand(2, 3))[0].shape == (2,)
+    big = torch.rand(100_000, 3)
+    assert torch.equal(model(big)[1], big.amax(-1))
+
+
+def test_an_output_that_is_an_input_is_incorrect_unless_the_reference_s_is(config, tmp_path):
+    (tmp_path / "copy.py").write_text(IDENTITY.format(body="x.clone()"))
+    (tmp_path / "same.py").write_text(IDENTITY.format(body="x"))
+    candidate = tmp_path / "returns_its_input.py"
+    candidate.write_text("import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                         "        return x\n")
+    against_copy = evaluate(tmp_path / "copy.py", candidate, config)
+    assert against_copy.status == Status.INCORRECT and "shares memory with an input" in against_copy.message
+    assert evaluate(tmp_path / "same.py", candidate, config).status == Status.CORRECT
+
+
+IDENTITY = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return {body}
+
+
+def get_inputs():
+    return [torch.rand(64)]
+
+
+def get_init_inputs():
+    return []
+"""
 
 
 @pytest.mark.parametrize("reply", [
@@ -162,7 +194,7 @@ def test_a_status_a_runner_cannot_claim_reads_as_a_load_error():
 def test_a_runner_that_dies_is_reported_with_its_signal(runner):
     os.kill(runner.process.pid, 9)
     with pytest.raises(RunnerDied, match="SIGKILL"):
-        runner.request({"op": "echo", "outputs": []})
+        stand_in(runner, AXPY)
 
 
 def test_stopping_a_runner_kills_what_it_left_behind(runner):
@@ -174,14 +206,15 @@ def test_stopping_a_runner_kills_what_it_left_behind(runner):
     judge = subprocess.run([sys.executable, "-c", (
         "import subprocess, sys, time\n"
         "from kbench.sandbox.limits import judge_protection\n"
-        "from kbench.remote import RunnerProcess, _children_of\n"
+        "from kbench.pool import children_of\n"
+        "from kbench.remote_process import RunnerProcess\n"
         "import os\n"
         "judge_protection()\n"
         f"leaver = subprocess.Popen([sys.executable, '-c', {script!r}], stdout=subprocess.PIPE, start_new_session=True)\n"
         "daemon = int(leaver.stdout.readline())\n"
         "leaver.wait()\n"
         "time.sleep(0.2)\n"
-        "assert daemon in _children_of(os.getpid()), 'not reparented'\n"
+        "assert daemon in children_of(os.getpid()), 'not reparented'\n"
         "runner = RunnerProcess('cpu')\n"
         "runner.stop()\n"
         "time.sleep(0.2)\n"

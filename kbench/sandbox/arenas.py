@@ -47,6 +47,23 @@ def view(buffer: torch.Tensor, dtype: torch.dtype, shape) -> torch.Tensor:
     return buffer[:size].view(dtype).view(tuple(shape))
 
 
+def aliasing(items: list, arguments: list) -> list[int]:
+    """Outputs whose memory overlaps an input's."""
+    spans = [_span(value) for value in arguments if isinstance(value, torch.Tensor)]
+    found = []
+    for index, item in enumerate(items):
+        if type(item) in (torch.Tensor, torch.nn.Parameter) and item.numel():
+            start, end = _span(item)
+            if any(start < other_end and other_start < end for other_start, other_end in spans):
+                found.append(index)
+    return found
+
+
+def _span(tensor: torch.Tensor) -> tuple[int, int]:
+    storage = tensor.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
 def _rounded(size: int) -> int:
     return max(_ALIGN, -(-size // _ALIGN) * _ALIGN)
 

@@ -20,8 +20,9 @@ from pathlib import Path
 import torch
 
 from kbench.guards import record_ops
+from kbench.job import one_line
 from kbench.sandbox import limits, wire
-from kbench.sandbox.arenas import RunnerArenas, dtype_name, dtype_of, nbytes
+from kbench.sandbox.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
 
 
 def main(argv: list[str]) -> int:
@@ -40,7 +41,7 @@ def main(argv: list[str]) -> int:
             reply = runner.handle(message)
         except Exception as error:  # a fault of ours or the candidate's: say it, and go on
             traceback.print_exc()
-            reply = {"failure": {"status": "runtime_error", "message": _one_line(error)}}
+            reply = {"failure": {"status": "runtime_error", "message": one_line(error)}}
         _flush()
         wire.send(replies, reply)
 
@@ -74,10 +75,6 @@ class Runner:
         for description in message.get("arenas", []):
             self.arenas.open(description)
         op = message.get("op")
-        if op == "echo":
-            self.instances["echo"] = Echo([(dtype_of(kind), tuple(shape)) for kind, shape in message["outputs"]],
-                                      self.device)
-            return {"ok": True}
         if op == "stand_in":
             return self._stand_in(message)
         if op == "load":
@@ -92,25 +89,32 @@ class Runner:
 
     # --- loading ----------------------------------------------------------------------------------------
 
-    def _stand_in(self, message: dict) -> dict:
-        """The problem's own Model, built here before the candidate is imported: the judge times it under the
-        candidate's protocol to learn what the protocol costs when nothing is hidden (measure.calibrate)."""
+    def _problem(self, message: dict):
+        """The problem module (loaded once: the stand-in's and the solution's namespace), with the judge's
+        precision policy and no autograd, as the judge calls the reference (the candidate may change both)."""
         from kbench import policy
-        from kbench.problem import load_module, overridden
+        from kbench.problem import load_module
         policy.apply_policy(message["policy"])
         torch.set_grad_enabled(False)
         if self.problem is None:
             self.problem = load_module(Path(message["problem"]), "kbench_problem")
+        return self.problem
+
+    def _stand_in(self, message: dict) -> dict:
+        """The problem's own Model, built here before the candidate is imported: the judge times it under the
+        candidate's protocol to learn what the protocol costs when nothing is hidden (measure.calibrate)."""
+        from kbench.problem import overridden
+        problem = self._problem(message)
         init = [self._argument(item) for item in message["init"]]
-        with overridden(self.problem, wire.decode_value(message.get("overrides", {}))):
+        with overridden(problem, wire.decode_value(message.get("overrides", {}))):
             torch.manual_seed(int(message["seed"]))
-            self.instances["stand_in"] = self.problem.Model(*init).to(self.device)
+            self.instances[message["instance"]] = problem.Model(*init).to(self.device)
         return {"ok": True}
 
     def _load(self, message: dict) -> dict:
-        from kbench import policy, slots
+        from kbench import slots
         from kbench.build import BuildError, BuildRecord, install_build_hooks
-        from kbench.problem import load_module, load_module_in
+        from kbench.problem import load_module_in
         os.environ.setdefault("TRITON_CACHE_DIR", message["triton_cache"])
         if message.get("log_path"):
             _redirect_output(message["log_path"])
@@ -119,18 +123,14 @@ class Runner:
                                                             "since": record.building_since})
         install_build_hooks(Path(message["extensions"]), record)
         slots.install_compiler_wrappers(Path(message["extensions"]))
-        policy.apply_policy(message["policy"])
-        torch.set_grad_enabled(False)  # as the judge calls the reference; the candidate may turn it on
         notes = limits.confine([Path(path) for path in message["writable"]])
         try:
-            if self.problem is None:  # else the stand-in's (measure.calibrate): the same file
-                self.problem = load_module(Path(message["problem"]), "kbench_problem")
-            self.solution = load_module_in(Path(message["solution"]), "kbench_solution", self.problem)
+            self.solution = load_module_in(Path(message["solution"]), "kbench_solution", self._problem(message))
         except BuildError as error:
             return _failure("compile_error", str(error), record)
         except (Exception, SystemExit) as error:
             traceback.print_exc()
-            return _failure("load_error", _one_line(error), record)
+            return _failure("load_error", one_line(error), record)
         if not isinstance(getattr(self.solution, "ModelNew", None), type):
             return _failure("load_error", "the solution defines no ModelNew class", record)
         self.namespaces = Namespaces(self.problem, self.solution)
@@ -140,7 +140,7 @@ class Runner:
         from kbench.build import BuildError
         self.namespaces.set(wire.decode_value(message.get("overrides", {})))
         init = [self._argument(item) for item in message["init"]]
-        self.instances = {name: model for name, model in self.instances.items() if name == "echo"}
+        self.instances = {}  # one ModelNew at a time (the stand-in goes too)
         torch.manual_seed(int(message["seed"]))
         try:
             model = self.solution.ModelNew(*init)
@@ -151,7 +151,7 @@ class Runner:
         except Exception as error:
             traceback.print_exc()
             return {"failure": {"status": "load_error",
-                                "message": f"ModelNew(*get_init_inputs()) failed: {_one_line(error)}"}}
+                                "message": f"ModelNew(*get_init_inputs()) failed: {one_line(error)}"}}
         self.instances[message["instance"]] = model
         return {"ok": True}
 
@@ -192,7 +192,7 @@ class Runner:
             _synchronize(self.device)
         except Exception as error:
             traceback.print_exc()
-            return {"failure": {"status": "runtime_error", "message": _one_line(error)}}
+            return {"failure": {"status": "runtime_error", "message": one_line(error)}}
         items, sequence = _as_items(output)
         reply.update(sequence=sequence, outputs=[_describe(item) for item in items],
                      aliases_input=aliasing(items, arguments))
@@ -226,19 +226,6 @@ class Runner:
         return reply
 
 
-class Echo:
-    """The runner's own stand-in for a model, for calibration before the candidate is imported: outputs of
-    the reference's dtypes and shapes, freshly allocated and written like a kernel's would be."""
-
-    def __init__(self, outputs, device):
-        self.outputs = outputs
-        self.device = device
-
-    def __call__(self, *_arguments):
-        made = [torch.empty(shape, dtype=dtype, device=self.device).fill_(1) for dtype, shape in self.outputs]
-        return made[0] if len(made) == 1 else tuple(made)
-
-
 def _as_items(output) -> tuple[list, bool]:
     if isinstance(output, (tuple, list)):
         return list(output), True
@@ -257,23 +244,6 @@ def _describe(item) -> dict:
         return {"kind": kind, "dtype": dtype_name(item.dtype), "shape": list(item.shape), "device": str(item.device)}
     except Exception:  # a subclass whose attributes raise
         return {"kind": kind, "dtype": "", "shape": [], "device": ""}
-
-
-def aliasing(items: list, arguments: list) -> list[int]:
-    """Outputs whose memory overlaps an input's."""
-    spans = [_span(value) for value in arguments if isinstance(value, torch.Tensor)]
-    found = []
-    for index, item in enumerate(items):
-        if _is_plain(item) and item.numel():
-            start, end = _span(item)
-            if any(start < other_end and other_start < end for other_start, other_end in spans):
-                found.append(index)
-    return found
-
-
-def _span(tensor: torch.Tensor) -> tuple[int, int]:
-    storage = tensor.untyped_storage()
-    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
 
 
 class Namespaces:
@@ -330,10 +300,6 @@ def _flush() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
 
-
-def _one_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 if __name__ == "__main__":

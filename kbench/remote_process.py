@@ -1,0 +1,191 @@
+"""The runner process as the judge holds it.
+
+RunnerProcess starts the runner (kbench.sandbox.runner: a fork of the judge before it touches CUDA, else a fresh
+interpreter) in a session of its own, speaks to it through two pipes (sandbox/wire.py), stops it while the
+judge times the reference, and kills its session and everything it left behind when the evaluation ends,
+before the judge writes its verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from kbench.pool import children_of, kill_session, signal_name
+from kbench.sandbox import wire
+from kbench.sandbox.arenas import JudgeArenas
+from kbench.sandbox.limits import is_subreaper
+
+
+class RunnerDied(Exception):
+    """The runner's pipe closed: it exited or was killed (`returncode` as subprocess gives it)."""
+
+    def __init__(self, returncode: int | None):
+        self.returncode = returncode
+        super().__init__(describe_exit(returncode))
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "the runner stopped answering"
+    if returncode < 0:
+        return f"the runner was killed by {signal_name(-returncode)}"
+    return f"the runner exited with code {returncode}"
+
+
+class RunnerProcess:
+    """One runner: started (warming up) as early as the judge can, used by one evaluation, then killed."""
+
+    def __init__(self, device: str):
+        self.device = torch.device(device)
+        base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        self.exchange = Path(tempfile.mkdtemp(prefix="kbench-exchange-", dir=base))
+        self.scratch = Path(tempfile.mkdtemp(prefix="kbench-scratch-"))
+        commands_read, self.commands = os.pipe()
+        self.replies, replies_write = os.pipe()
+        environment = {"TMPDIR": str(self.scratch), "TORCHINDUCTOR_CACHE_DIR": str(self.scratch / "inductor")}
+        arguments = [str(commands_read), str(replies_write), device]
+        if torch.cuda.is_initialized():  # a fork could not use CUDA: a fresh interpreter
+            self.process = subprocess.Popen([sys.executable, "-m", "kbench.sandbox.runner", *arguments],
+                                            pass_fds=(commands_read, replies_write), start_new_session=True,
+                                            env=dict(os.environ, **environment), stdin=subprocess.DEVNULL)
+        else:  # torch is imported already and nothing of CUDA exists: a fork starts in milliseconds
+            self.process = _fork_runner(arguments, environment, keep=(commands_read, replies_write))
+        os.close(commands_read)
+        os.close(replies_write)
+        self.arenas = JudgeArenas(self.device, self.exchange)
+        self.instances = 0
+
+    def request(self, message: dict, on_progress=None) -> dict:
+        """Send a command and wait for its reply; progress messages on the way go to `on_progress`."""
+        message = dict(message, arenas=self.arenas.take_unsent())
+        try:
+            wire.send(self.commands, message)
+            while True:
+                reply = wire.receive(self.replies)
+                if reply.get("event") == "building":
+                    if on_progress is not None:
+                        on_progress(wire.Progress(str(reply.get("building") or "")[:200], _number(reply.get("since"))))
+                    continue
+                return reply
+        except (wire.ChannelClosed, BrokenPipeError):
+            raise RunnerDied(self._returncode()) from None
+
+    def new_instance(self) -> str:
+        self.instances += 1
+        return f"model{self.instances}"
+
+    def _returncode(self) -> int | None:
+        try:
+            return self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def pause(self) -> None:
+        """Stop the runner's process group while the judge times the reference: nothing of the candidate's runs
+        beside it on the CPU, nor launches GPU work. (A child the candidate moved to a group of its own is not
+        stopped; scanning the session for it every round would cost more than the rounds: guards.md.)"""
+        _signal_group(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        _signal_group(self.process.pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        """Kill the runner's session and whatever left it and was reparented to the judge (a subreaper:
+        limits.py); remove its folders."""
+        kill_session(self.process.pid)
+        self.process.wait()
+        # A judge (a subreaper) has no children but its runner's: what is left is what the runner left behind.
+        for _ in range(10 if is_subreaper() else 0):
+            orphans = children_of(os.getpid())
+            if not orphans:
+                break
+            for pid in orphans:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except (ProcessLookupError, ChildProcessError):
+                    pass
+        for fd in (self.commands, self.replies):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.arenas.close()
+        shutil.rmtree(self.exchange, ignore_errors=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class _Forked:
+    """A forked runner, with the part of subprocess.Popen's interface the judge uses."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+            elif time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("runner", timeout)
+            else:
+                time.sleep(0.01)
+        return self.returncode
+
+
+def _fork_runner(arguments: list[str], environment: dict, keep: tuple[int, ...]) -> _Forked:
+    pid = os.fork()
+    if pid:
+        _wait_for_own_session(pid)
+        return _Forked(pid)
+    try:  # the child: a session of its own, only its pipes and the standard streams open
+        os.setsid()
+        os.closerange(3, min(keep))
+        os.closerange(min(keep) + 1, max(keep))
+        os.closerange(max(keep) + 1, 1 << 16)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.environ.update(environment)
+        from kbench.sandbox import runner
+        code = runner.main(arguments)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _wait_for_own_session(pid: int) -> None:
+    """Until the child's setsid() has run, its process group is the judge's: signals to its group would miss it."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if os.getpgid(pid) == pid:
+                return
+        except ProcessLookupError:
+            return
+        time.sleep(0.0005)
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _signal_group(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
