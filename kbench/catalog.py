@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbench.names import natural_key, natural_sorted
-from kbench.solution import find_pairs
+from kbench.solution import find_pairs, problem_files
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ def describe_problems(problems_dir: Path, solutions_dir: Path) -> list[ProblemEn
 
     paired = _paired_solutions(problems_dir, solutions_dir)
     entries = []
-    for path in natural_sorted(problems_dir.glob("*.py"), key=lambda path: path.name):
+    for path in natural_sorted(problem_files(problems_dir), key=lambda path: f"{path.parent.name}/{path.name}"):
         solutions = paired.get(path.resolve(), [])
         try:
             module = load_module(path, "kbench_list")

@@ -32,11 +32,12 @@ class _OneLineError(click.ClickException):
 @click.version_option(__version__, prog_name="kbench")
 def main() -> None:
     """kbench judges GPU kernels: it builds each candidate solution, checks that it computes the same
-    function as its PyTorch reference problem, times both with CUDA events, and records a verdict
-    and a speedup per candidate in a table and a CSV.
+    function as its PyTorch reference problem, times both (CUDA events on a GPU, the host clock on a CPU),
+    and records a verdict and a speedup per candidate in a table and a CSV.
 
-    Exit codes: 0 every solution correct, 1 any solution not correct (skipped ones included),
-    2 usage error, 130 interrupted (every finished result is already in the CSV).
+    Exit codes: 0 every solution correct, 1 any solution not correct (skipped ones and solutions no
+    problem pairs with included), 2 usage error, 130 interrupted (every finished result is already in
+    the CSV).
     """
 
 
@@ -188,11 +189,16 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
     pairs, unpaired, skipped = select_pairs(problems_dir, solutions_dir, filters, out if only_failed else None,
                                             out if resume else None, config, devices[0])
     console = Console(stderr=True)
-    for solution in unpaired:
-        console.print(f"[yellow]no problem for {solution}; skipped[/yellow]")
+    for entry in unpaired:
+        console.print(f"[yellow]not judged: {entry.reason}[/yellow]", soft_wrap=True)
+    if unpaired:
+        console.print(f"[yellow]{len(unpaired)} solution(s) paired with no problem under {problems_dir}[/yellow]")
     if skipped:
         console.print(f"resume: {skipped} pair(s) already in {out} with the same settings")
     if not pairs:
+        if unpaired or not skipped:
+            raise _OneLineError(f"no solution under {solutions_dir} pairs with a problem under {problems_dir} "
+                              "(KernelBench run files need KernelBench's root or the level's folder)")
         console.print("nothing to evaluate")
         sys.exit(EXIT_ALL_CORRECT)
     run_id = new_run_id()
@@ -202,7 +208,7 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
     else:
         print_report(out, run_id)
         console.print(f"{len(results)} results appended to {out} (run {run_id})")
-    sys.exit(_exit_code(results))
+    sys.exit(EXIT_SOME_NOT_CORRECT if unpaired else _exit_code(results))
 
 
 @main.command("report")

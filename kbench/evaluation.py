@@ -1,7 +1,8 @@
-"""One evaluation, as the judge runs it: load the problem, run the reference, have the runner import the
-solution (building its extensions) and build ModelNew, run the correctness trials, time, sweep. The candidate's
-code runs only in the runner (remote.py); every decision is taken here. Every failure on the way is a Stop that
-becomes the outcome's status."""
+"""One evaluation, as the judge runs it: load the problem, run the reference, build the problem's Model in the
+reference's runner and time it alone, have the candidate's runner import the solution (building its extensions)
+and build ModelNew, run the correctness trials, time both runners' models, sweep. The candidate's code runs only
+in its runner (remote.py); every decision is taken here. Every failure on the way is a Stop that becomes the
+outcome's status."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from kbench.build import versions_tag
 from kbench.job import Job, one_line
 from kbench.verdicts import final_outcome
 from kbench.loading import build_reference, call_reference, input_maker, load_problem
-from kbench.measure import calibrate, measure, time_alone
+from kbench.measure import measure, time_alone
 from kbench.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.progress import Context, Findings, Progress, Stop
-from kbench.remote import failure_of, new_candidate
-from kbench.remote_process import RunnerDied, RunnerProcess
+from kbench.remote import RemoteModel, failure_of, new_candidate, new_stand_in
+from kbench.remote_process import RunnerDied, Runners
 from kbench.results import Outcome, Status, Timing
 from kbench.sandbox import wire
 from kbench.trials import run_trials
@@ -31,14 +32,15 @@ _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", 
                      "Found no NVIDIA", "CUDA driver", "cuda runtime")
 
 
-_BEFORE_THE_CANDIDATE = ("starting", "loading problem", "running the reference")
+_BEFORE_THE_CANDIDATE = ("starting", "loading problem", "running the reference", "timing the reference alone")
 
 
-def judge(job: Job, device: torch.device, progress: Progress, environment: dict, runner: RunnerProcess) -> Outcome:
-    """The outcome of `job`; `environment` (device name, versions) goes into it as it is. `runner` is this
-    evaluation's runner (started, perhaps warm); it is stopped before this returns."""
-    context = Context(job.config, device, progress, Findings(progress), runner=runner)
-    progress.update(runner_session=runner.process.pid)
+def judge(job: Job, device: torch.device, progress: Progress, environment: dict, runners: Runners) -> Outcome:
+    """The outcome of `job`; `environment` (device name, versions) goes into it as it is. `runners` are this
+    evaluation's (started, perhaps warm); they are stopped before this returns."""
+    context = Context(job.config, device, progress, Findings(progress), runner=runners.candidate,
+                      reference_runner=runners.reference)
+    progress.update(runner_sessions=runners.sessions)
 
     def finish(outcome: Outcome) -> Outcome:
         return replace(outcome, sizes=context.sizes, build_s=context.build.seconds,
@@ -46,8 +48,8 @@ def judge(job: Job, device: torch.device, progress: Progress, environment: dict,
     try:
         outcome = _decided(job, context, finish)
     finally:
-        runner.stop()
-    return replace(outcome, cpu_s=_cpu_seconds())  # the runner's too, now that it was waited for
+        runners.stop()
+    return replace(outcome, cpu_s=_cpu_seconds())  # the runners' too, now that they were waited for
 
 
 def _decided(job: Job, context: Context, finish) -> Outcome:
@@ -56,8 +58,8 @@ def _decided(job: Job, context: Context, finish) -> Outcome:
         return finish(_stages(job, context, finish))
     except RunnerDied as died:
         stop = failure_of(died, progress.record.phase)
-        if progress.record.phase in _BEFORE_THE_CANDIDATE:  # nothing of the candidate's had run in it yet
-            stop = Stop(Status.INFRA_ERROR, stop.message)
+        if progress.record.phase in _BEFORE_THE_CANDIDATE or died.runner is context.reference_runner:
+            stop = Stop(Status.INFRA_ERROR, stop.message)  # nothing of the candidate's ran in it
         return finish(_after_official(stop, context) or context.findings.outcome(stop.status, message=stop.message,
                                                                                  check=context.check))
     except Stop as stop:
@@ -108,7 +110,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
         with overridden(problem_module, overrides):
             reference = _reference_first(problem_module, context)
             if config.time:
-                context.calibration = calibrate(context.runner, job.problem_path, reference, context)
+                reference.timed, reference.alone = _reference_in_runner(job, reference, context)
             _import_solution(job, context)
             official = context.official = _official_verdict(reference, context)
         progress.update(provisional=finish(official))  # survives a sweep that kills the judge
@@ -120,11 +122,12 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
 class _Reference:
     """The reference at the evaluation's sizes, as it was before the candidate was imported."""
 
-    model: object              # Model(*init_inputs), built right after the seed
+    model: object              # Model(*init_inputs), built right after the seed (the judge's: trials, truth, sweep)
     init_inputs: list
     make_inputs: object        # loading.input_maker at the evaluation's sizes
-    alone: Timing | None       # its timed calls before the candidate existed (None: not timed)
     ops: set[str]              # the aten ops its first call dispatched (empty without guards)
+    timed: RemoteModel | None = None  # the same Model in the reference's runner: the one timed (None: no timing)
+    alone: Timing | None = None       # its timed calls before the candidate existed (None: not taken)
 
 
 def _reference_first(problem_module, context: Context) -> _Reference:
@@ -140,10 +143,21 @@ def _reference_first(problem_module, context: Context) -> _Reference:
         outputs.append(call_reference(model, make_inputs(config.seed), device))
     ops = guards.record_ops(first_call) if config.guards else (first_call() or set())
     guards.poison(outputs.pop())
-    timed_alone = config.time and config.guards and device.type == "cuda"
+    return _Reference(model, init_inputs, make_inputs, ops)
+
+
+def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> tuple[RemoteModel, Timing | None]:
+    """The problem's Model built in the reference's runner, the one the timing loop times beside the candidate
+    under the same protocol; and (GPU, guards) its time alone, before the candidate is imported: what no
+    candidate can have slowed."""
+    config = context.config
+    context.progress.enter("timing the reference alone")
+    timed = new_stand_in(context.reference_runner, job.problem_path, config.policy, reference.init_inputs,
+                         config.seed, context.overrides)
+    if not (config.guards and context.device.type == "cuda"):
+        return timed, None
     with context.progress.spent("guard: reference alone"):
-        alone = time_alone(model, make_inputs, context) if timed_alone else None
-    return _Reference(model, init_inputs, make_inputs, alone, ops)
+        return timed, time_alone(timed, reference.make_inputs, context)
 
 
 def _import_solution(job: Job, context: Context) -> None:
@@ -181,7 +195,8 @@ def _official_verdict(reference: _Reference, context: Context) -> Outcome:
     candidate = new_candidate(context.runner, reference.init_inputs, config.seed, context.overrides)
     progress.enter("checking")
     trials = run_trials(reference.model, candidate, reference.make_inputs, reference.ops, context)
-    timed = measure(reference.model, candidate, reference.make_inputs, trials, context) if config.time else None
+    timed = measure(reference.model, reference.timed, candidate, reference.make_inputs, trials, context) \
+        if config.time else None
     if timed and reference.alone:
         verdicts.note_slowed_reference(reference.alone, timed.reference_timing, context.findings)
     return context.findings.outcome(Status.CORRECT, check=trials.check, message=context.findings.message,

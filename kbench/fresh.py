@@ -29,12 +29,11 @@ CHECK_PROBABILITY = 0.25
 class FreshRounds:
     """The current round's input contents, and what the candidate and the reference did with them."""
 
-    def __init__(self, make_inputs, reference_model, output_bytes: int, context: Context, check: bool = True):
+    def __init__(self, make_inputs, reference_model, output_bytes: int, context: Context):
         self.make_inputs = make_inputs
         self.reference_model = reference_model
         self.context = context
         self.fresh = context.config.guards  # without guards: one set of contents, nothing checked
-        self.check = check and self.fresh   # False: the runner's stand-in (measure.calibrate), not the candidate
         # Unpredictable to the candidate: it cannot know the contents, nor which calls are checked.
         self.random = random.Random(int.from_bytes(os.urandom(8), "little"))
         self.generate_s = 0.0      # seconds spent making contents (untimed, but overhead)
@@ -71,7 +70,7 @@ class FreshRounds:
         """After the candidate's timed call on this round's contents: its output (the judge's own copy) waits
         for the reference's."""
         self.candidate_ran = True
-        if not self.check:
+        if not self.fresh:
             return
         self.calls += 1
         if self.check_all or self.calls <= 2 or self.random.random() < CHECK_PROBABILITY:

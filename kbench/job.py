@@ -62,7 +62,7 @@ class ProgressRecord:
     flags: tuple[str, ...] = ()         # guards that fired so far
     provisional: Outcome | None = None  # the official verdict, once known (kept if a sweep kills the worker)
     sweep: SweepCounts = SweepCounts()
-    runner_session: int | None = None   # the judge's runner's session (the parent kills it with the judge's)
+    runner_sessions: tuple[int, ...] = ()  # the judge's runners' sessions (the parent kills them with the judge)
 
     def save(self, path: Path) -> None:
         data = asdict(self)
@@ -87,6 +87,7 @@ class ProgressRecord:
             return cls()
         provisional = data.get("provisional")
         return cls(**dict(data, flags=tuple(data.get("flags") or ()), sweep=SweepCounts(**data.get("sweep") or {}),
+                          runner_sessions=tuple(data.get("runner_sessions") or ()),
                           provisional=Outcome.from_dict(provisional) if provisional else None))
 
 

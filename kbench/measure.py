@@ -1,5 +1,7 @@
 """Timing one evaluation: the reference, the candidate and the baselines sampled in interleaved rounds on
-fresh input contents, the candidate's timed outputs checked, and the samples turned into a TimingRecord."""
+fresh input contents, the candidate's timed outputs checked, and the samples turned into a TimingRecord. The
+reference and the candidate are timed alike, each in its runner: what the judge's clock sees beyond the
+reference's timer is the protocol's own cost, against which the candidate's is judged (verdicts.unclocked_time)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,8 @@ from kbench import flags, guards, timing, verdicts
 from kbench.fresh import FreshRounds
 from kbench.job import one_line
 from kbench.progress import Context, Stop
-from kbench.remote import new_stand_in
 from kbench.results import ClockRecord, Status, Timing
-from kbench.timed_sides import build_sides, default_is_reference
+from kbench.timed_sides import RemoteCall, RemoteTimer, build_sides, default_is_reference
 from kbench.trials import TrialsResult
 
 
@@ -29,23 +30,24 @@ class TimingRecord:
                 "baselines": self.baselines, "clocks": self.clocks}
 
 
-def measure(reference_model, candidate_model, make_inputs, trials: TrialsResult, context: Context) -> TimingRecord:
-    """Time the sides on fresh contents every round (fresh.py), the candidate's outputs checked against the
-    reference's for the same contents."""
+def measure(reference_model, timed_reference, candidate_model, make_inputs, trials: TrialsResult,
+            context: Context) -> TimingRecord:
+    """Time the reference (the Model in its own runner) and the candidate (in theirs) under one protocol, on
+    fresh contents every round (fresh.py), the candidate's outputs checked against the reference's for the same
+    contents. `reference_model` is the judge's own (the float64 truth of a timed output that fails)."""
     device = context.device
     context.progress.enter("timing")
     rounds = FreshRounds(make_inputs, reference_model, trials.output_bytes, context)
     timer = _timer(device)
-    sides = build_sides(reference_model, candidate_model, rounds, getattr(timer, "flush", timing.do_nothing), context)
+    flush = getattr(timer, "flush", timing.do_nothing)
+    sides = build_sides(reference_model, timed_reference, candidate_model, rounds, flush, context)
     samples, clocks = _sample(sides, timer, rounds, context)
     context.progress.add_seconds("making fresh inputs", rounds.generate_s)
     if getattr(timer, "persisting_l2", None) is not None and timer.persisting_l2.note:
         context.findings.note(timer.persisting_l2.note)
     floor_ms = verdicts.UNCLOCKED_MIN_MS if device.type == "cuda" else verdicts.UNCLOCKED_MIN_MS_CPU
-    calibration = context.calibration
-    found = verdicts.unclocked_time(samples["candidate"].ms, samples["candidate"].wall_ms,
-                                    calibration.ms if calibration else [], calibration.wall_ms if calibration else [],
-                                    floor_ms)
+    candidate, reference = samples["candidate"], samples["reference"]
+    found = verdicts.unclocked_time(candidate.ms, candidate.wall_ms, reference.ms, reference.wall_ms, floor_ms)
     if found:
         context.findings.flag(*found)
         context.findings.raise_if_rejected()
@@ -56,48 +58,26 @@ def _timer(device):
     return timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
 
 
-# The protocol's own cost is measured over this many rounds of the runner's stand-in (after the warm-up).
-CALIBRATION_ROUNDS = 8
-CALIBRATION_BUDGET_S = 0.5
-
-
-def calibrate(runner, problem_path: str, reference, context: Context) -> timing.Samples:
-    """The problem's own Model, built in the runner before the candidate is imported, timed under the
-    candidate's protocol in a loop shaped like the one that will time the candidate (fresh contents every round,
-    the reference between its calls, the runner stopped meanwhile): what the judge's wall clock
-    sees beyond the runner's timer when nothing is hidden (verdicts.timing_mismatch). A stand-in of the
-    reference's kind matters: its outputs are the candidate's shapes, and its calls last long enough that the
-    runner waits for the device, as a real kernel's do."""
-    with context.progress.spent("calibrating the runner"):
-        stand_in = new_stand_in(runner, problem_path, context.config.policy, reference.init_inputs,
-                                context.config.seed, context.overrides)
-        timer = _timer(context.device)
-        rounds = FreshRounds(reference.make_inputs, reference.model, 0, context, check=False)
-        sides = build_sides(reference.model, stand_in, rounds, getattr(timer, "flush", timing.do_nothing), context)
-        rule = timing.StopRule(warmup=1, min_samples=CALIBRATION_ROUNDS,
-                               max_samples=CALIBRATION_ROUNDS, target_rse=1.0, budget_s=CALIBRATION_BUDGET_S)
-        samples = timing.sample_interleaved([sides["candidate"].side, sides["reference"].side], timer, rule,
-                                            before_round=rounds.new_round)
-    return samples[0]
-
-
 # The reference's timed calls before the candidate is imported stop after this long, or once their median is
-# known to ALONE_TARGET_RSE: plenty beside stats.SLOWDOWN_MIN_RATIO. No warm-up call: the reference's first
-# call (the op recording's) came right before.
+# known to ALONE_TARGET_RSE: plenty beside stats.SLOWDOWN_MIN_RATIO. One warm-up call: the Model in the
+# reference's runner has not run yet.
 ALONE_BUDGET_S = 0.25
 ALONE_TARGET_RSE = 0.03
 
 
-def time_alone(reference_model, make_inputs, context: Context) -> Timing:
-    """The reference's time before the candidate is imported: what no candidate can have slowed."""
-    config, device = context.config, context.device
+def time_alone(timed_reference, make_inputs, context: Context) -> Timing:
+    """The reference's time in its runner before the candidate is imported: what no candidate can have slowed."""
+    config = context.config
+    timer = _timer(context.device)
     inputs = make_inputs(config.seed + 100)
-    side = timing.Side(lambda: reference_model(*inputs), inspect=guards.poison)
-    timer = timing.CudaEventTimer(device) if device.type == "cuda" else timing.HostTimer()
-    rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
+    call = RemoteCall(timed_reference, timed_reference.arena_views(inputs))
+    side = timing.Side(call, timer=RemoteTimer(getattr(timer, "flush", timing.do_nothing)))
+    rule = timing.StopRule(warmup=1, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
                            budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
     try:
         samples, = timing.sample_interleaved([side], timer, rule)
+    except Stop:
+        raise
     except Exception as error:
         raise Stop(Status.REFERENCE_ERROR, f"reference failed while timed alone: {one_line(error)}")
     return Timing(tuple(samples.ms), timer.name, tuple(samples.others_cpu_ms))
@@ -110,7 +90,7 @@ def _sample(sides: dict, timer, rounds: FreshRounds, context: Context) -> tuple[
                            target_rse=config.target_rse, budget_s=config.time_budget_s)
     clock_log = timing.ClockLog(timing.nvml_clock_reader(device)) if device.type == "cuda" else None
     try:
-        samples = timing.sample_interleaved([timed.side for timed in sides.values()], timer, rule,
+        samples = timing.sample_interleaved(list(sides.values()), timer, rule,
                                             clock_log=clock_log, before_round=rounds.new_round)
     except Stop:
         raise

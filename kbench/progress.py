@@ -122,11 +122,11 @@ class Context:
     progress: Progress
     findings: Findings
     runner: object = None      # remote_process.RunnerProcess: where the candidate runs
+    reference_runner: object = None  # remote_process.RunnerProcess: where the reference is timed
     check: CheckResult | None = None  # the correctness trials so far (kept in the row of a later failure)
     overrides: dict = field(default_factory=dict)  # global overrides in use (the official sizes' or the CPU's)
     official: Outcome | None = None   # the verdict at the official sizes, once known (a sweep cannot undo it)
     build: BuildInfo = field(default_factory=BuildInfo)  # what the runner says its builds did
-    calibration: object = None  # timing.Samples of the runner's stand-in, timed before the candidate's import
 
     @property
     def sizes(self) -> str:

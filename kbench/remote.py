@@ -25,9 +25,10 @@ _PLAIN_KINDS = ("Tensor", "Parameter")
 class RemoteModel:
     """ModelNew in the runner. Calling it returns outputs in the judge's memory, or raises Stop."""
 
-    def __init__(self, runner: RunnerProcess, instance: str):
+    def __init__(self, runner: RunnerProcess, instance: str, of_reference: bool = False):
         self.runner = runner
         self.instance = instance
+        self.of_reference = of_reference  # the problem's Model in the reference's runner: its failures are the problem's
         self.last: wire.CallReply | None = None
         self.received_at = 0.0
         self.private: dict[int, torch.Tensor] = {}  # the judge's copies of timed outputs, by output index
@@ -89,12 +90,16 @@ class RemoteModel:
         slots = self.runner.arenas.slots
         return [slots[f"out{index}"] for index in range(len(slots)) if f"out{index}" in slots]
 
-    @staticmethod
-    def _reply(data: dict) -> dict:
+    def _reply(self, data: dict) -> dict:
         if "failure" in data:
             failure = wire.Failure.from_wire(data["failure"] if isinstance(data["failure"], dict) else {})
-            raise Stop(failure.status, failure.message)
+            raise self._stop(failure.status, failure.message)
         return data
+
+    def _stop(self, status: str, message: str) -> Stop:
+        if self.of_reference:
+            return Stop(Status.REFERENCE_ERROR, f"the reference failed in its runner: {message}")
+        return Stop(status, message)
 
     def _private(self, index: int, shared: torch.Tensor) -> torch.Tensor:
         """A copy of `shared` in a buffer of the judge's kept for output `index` of timed calls: no allocation
@@ -113,19 +118,19 @@ class RemoteModel:
         arenas = self._output_arenas()
         for index, meta in enumerate(reply.outputs):
             if meta.kind not in _PLAIN_KINDS:
-                raise Stop(Status.INCORRECT, f"output {index} is a {meta.kind}, not a plain torch.Tensor")
+                raise self._stop(Status.INCORRECT, f"output {index} is a {meta.kind}, not a plain torch.Tensor")
             if meta.device != str(self.runner.device) and not (
                     self.runner.device.type == "cuda" and meta.device == "cuda" and self.runner.device.index is None):
-                raise Stop(Status.INCORRECT, f"output {index} is on {meta.device}, not on {self.runner.device}")
+                raise self._stop(Status.INCORRECT, f"output {index} is on {meta.device}, not on {self.runner.device}")
             try:
                 dtype = dtype_of(meta.dtype)
                 shared = self.runner.arenas.view(arenas[index], dtype, meta.shape)
                 values.append(self._private(index, shared) if timed else shared.clone())
             except (ValueError, IndexError) as error:
-                raise Stop(Status.INCORRECT, f"output {index} could not be read ({error})")
+                raise self._stop(Status.INCORRECT, f"output {index} could not be read ({error})")
         if not reply.sequence:
             if len(values) != 1:
-                raise Stop(Status.INCORRECT, "returned no output")
+                raise self._stop(Status.INCORRECT, "returned no output")
             return values[0]
         return tuple(values)
 
@@ -154,21 +159,21 @@ def _parsed(data: dict) -> wire.CallReply:
 def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides: dict) -> RemoteModel:
     """ModelNew(*init_inputs) built in the runner right after `seed`, as the reference was, at the sizes
     `overrides` set (the runner's copy of the problem follows them); the runner's earlier instances go."""
-    return _built(runner, "build", runner.new_instance(), init_inputs, seed, overrides)
+    return _built(RemoteModel(runner, runner.new_instance()), "build", init_inputs, seed, overrides)
 
 
 def new_stand_in(runner: RunnerProcess, problem_path: str, policy: str, init_inputs: list, seed: int,
                  overrides: dict) -> RemoteModel:
-    """The problem's own Model built in the runner, before the candidate is imported (measure.calibrate)."""
-    return _built(runner, "stand_in", "stand_in", init_inputs, seed, overrides, problem=problem_path, policy=policy)
+    """The problem's own Model built in the reference's runner, right after `seed` as the judge's was: the
+    reference the timing loop times (measure.py)."""
+    return _built(RemoteModel(runner, "stand_in", of_reference=True), "stand_in", init_inputs, seed, overrides,
+                  problem=problem_path, policy=policy)
 
 
-def _built(runner: RunnerProcess, op: str, instance: str, init_inputs: list, seed: int, overrides: dict,
-           **fields) -> RemoteModel:
-    """A model built in the runner by `op`, from init arguments staged like a call's."""
-    model = RemoteModel(runner, instance)
+def _built(model: RemoteModel, op: str, init_inputs: list, seed: int, overrides: dict, **fields) -> RemoteModel:
+    """`model`, built in its runner by `op` from init arguments staged like a call's."""
     message, _ = model.stage(init_inputs, prefix="init")
-    RemoteModel._reply(runner.request({"op": op, "instance": instance, "init": message["args"], "seed": seed,
+    model._reply(model.runner.request({"op": op, "instance": model.instance, "init": message["args"], "seed": seed,
                                        "overrides": wire.encode_value(dict(overrides)), **fields}))
     return model
 

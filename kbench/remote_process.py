@@ -3,7 +3,8 @@
 RunnerProcess starts the runner (kbench.sandbox.runner: a fork of the judge before it touches CUDA, else a fresh
 interpreter) in a session of its own, speaks to it through two pipes (sandbox/wire.py), stops it while the
 judge times the reference, and kills its session and everything it left behind when the evaluation ends,
-before the judge writes its verdict.
+before the judge writes its verdict. Runners holds an evaluation's two: the candidate's, and the reference's
+(the problem's own Model, timed under the candidate's protocol; no candidate code ever runs in it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -28,8 +30,9 @@ from kbench.sandbox.limits import is_subreaper
 class RunnerDied(Exception):
     """The runner's pipe closed: it exited or was killed (`returncode` as subprocess gives it)."""
 
-    def __init__(self, returncode: int | None):
+    def __init__(self, returncode: int | None, runner: "RunnerProcess | None" = None):
         self.returncode = returncode
+        self.runner = runner
         super().__init__(describe_exit(returncode))
 
 
@@ -41,10 +44,15 @@ def describe_exit(returncode: int | None) -> str:
     return f"the runner exited with code {returncode}"
 
 
-class RunnerProcess:
-    """One runner: started (warming up) as early as the judge can, used by one evaluation, then killed."""
+# The judge's runners not yet stopped: a runner's stop() kills what the judge (a subreaper) inherited, but not these.
+_LIVE: set[int] = set()
 
-    def __init__(self, device: str):
+
+class RunnerProcess:
+    """One runner: started (warming up) as early as the judge can, used by one evaluation, then killed.
+    `protected`: the reference's runner, which the candidate's must not be able to trace (limits.protect)."""
+
+    def __init__(self, device: str, protected: bool = False):
         self.device = torch.device(device)
         base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
         self.exchange = Path(tempfile.mkdtemp(prefix="kbench-exchange-", dir=base))
@@ -52,13 +60,14 @@ class RunnerProcess:
         commands_read, self.commands = os.pipe()
         self.replies, replies_write = os.pipe()
         environment = {"TMPDIR": str(self.scratch), "TORCHINDUCTOR_CACHE_DIR": str(self.scratch / "inductor")}
-        arguments = [str(commands_read), str(replies_write), device]
+        arguments = [str(commands_read), str(replies_write), device] + (["protected"] if protected else [])
         if torch.cuda.is_initialized():  # a fork could not use CUDA: a fresh interpreter
             self.process = subprocess.Popen([sys.executable, "-m", "kbench.sandbox.runner", *arguments],
                                             pass_fds=(commands_read, replies_write), start_new_session=True,
                                             env=dict(os.environ, **environment), stdin=subprocess.DEVNULL)
         else:  # torch is imported already and nothing of CUDA exists: a fork starts in milliseconds
             self.process = _fork_runner(arguments, environment, keep=(commands_read, replies_write))
+        _LIVE.add(self.process.pid)
         os.close(commands_read)
         os.close(replies_write)
         self.arenas = JudgeArenas(self.device, self.exchange)
@@ -77,7 +86,7 @@ class RunnerProcess:
                     continue
                 return reply
         except (wire.ChannelClosed, BrokenPipeError):
-            raise RunnerDied(self._returncode()) from None
+            raise RunnerDied(self._returncode(), self) from None
 
     def new_instance(self) -> str:
         self.instances += 1
@@ -103,9 +112,10 @@ class RunnerProcess:
         limits.py); remove its folders."""
         kill_session(self.process.pid)
         self.process.wait()
-        # A judge (a subreaper) has no children but its runner's: what is left is what the runner left behind.
+        _LIVE.discard(self.process.pid)
+        # A judge (a subreaper) has no children but its runners: what is left is what they left behind.
         for _ in range(10 if is_subreaper() else 0):
-            orphans = children_of(os.getpid())
+            orphans = [pid for pid in children_of(os.getpid()) if pid not in _LIVE]
             if not orphans:
                 break
             for pid in orphans:
@@ -122,6 +132,26 @@ class RunnerProcess:
         self.arenas.close()
         shutil.rmtree(self.exchange, ignore_errors=True)
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+@dataclass
+class Runners:
+    """An evaluation's two runners, both started before the judge touches CUDA."""
+
+    candidate: RunnerProcess
+    reference: RunnerProcess
+
+    @classmethod
+    def start(cls, device: str) -> "Runners":
+        return cls(RunnerProcess(device), RunnerProcess(device, protected=True))
+
+    @property
+    def sessions(self) -> tuple[int, ...]:
+        return self.candidate.process.pid, self.reference.process.pid
+
+    def stop(self) -> None:
+        self.candidate.stop()
+        self.reference.stop()
 
 
 class _Forked:

@@ -99,8 +99,9 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
         returncode = worker_pool().run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment,
                                        device, while_waiting=report_progress)
         progress = ProgressRecord.load(Path(job.progress_path))
-        if progress.runner_session and returncode != 0:  # a judge killed or dead left its runner's session
-            kill_session(progress.runner_session)
+        if returncode != 0:  # a judge killed or dead left its runners' sessions
+            for session in progress.runner_sessions:
+                kill_session(session)
         outcome = _read_outcome(Path(job.result_path)) if returncode == 0 else None
         if outcome is None:
             outcome = lost_worker_outcome(progress, returncode, config, log_path, sizes)

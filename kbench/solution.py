@@ -9,8 +9,11 @@ from pathlib import Path
 
 # KernelBench run folders name candidates level_<L>_problem_<ID>_sample_<S>_kernel.py.
 KERNELBENCH_RUN_NAME = re.compile(r"level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
-# A problem file may record its KernelBench id as `KERNELBENCH_ID = 64`.
+# A problem file may record its KernelBench id as `KERNELBENCH_ID = 64` (and level: `KERNELBENCH_LEVEL = 1`).
 DECLARED_ID = re.compile(r"^KERNELBENCH_ID\s*=\s*(\d+)\s*$", re.MULTILINE)
+DECLARED_LEVEL = re.compile(r"^KERNELBENCH_LEVEL\s*=\s*(\d+)\s*$", re.MULTILINE)
+# KernelBench's problem folders: level1/, level2/, level3/ (its root holds them side by side).
+LEVEL_FOLDER = re.compile(r"^level(\d+)$")
 # Source patterns that only work with a CUDA device: kernels, CUDA builds, Triton, explicit .cuda().
 NEEDS_CUDA = re.compile(
     r"cuda_sources\s*=|__global__|^\s*(import|from)\s+triton\b|\.cuda\(\)|device\s*=\s*['\"]cuda",
@@ -61,8 +64,10 @@ def pair_problem(solution_path: Path, problem_dirs: list[Path]) -> Path:
     """Find the problem file a solution belongs to.
 
     Rules, first match wins, in each problem folder:
-    1. KernelBench run names (level_1_problem_64_sample_0_kernel.py) pair by id with `64_*.py`,
-       or with a problem file declaring `KERNELBENCH_ID = 64`.
+    1. KernelBench run names (level_1_problem_64_sample_0_kernel.py) pair by level and id: with `64_*.py`
+       (or a file declaring `KERNELBENCH_ID = 64`) in the folder's `level1/` when it is KernelBench's root, in
+       the folder itself when it is `level1/` or names no level. A folder of another level is never searched:
+       that is an error that says so.
     2. solutions/<problem>/<any>.py pairs with <problem>.py.
     3. solutions/<problem>.py pairs with <problem>.py.
     """
@@ -70,10 +75,11 @@ def pair_problem(solution_path: Path, problem_dirs: list[Path]) -> Path:
     kernelbench = KERNELBENCH_RUN_NAME.search(solution_path.name)
     for directory in problem_dirs:
         if kernelbench:
-            match = _find_by_id(directory, int(kernelbench.group(2)))
+            level, problem_id = int(kernelbench.group(1)), int(kernelbench.group(2))
+            match = _find_kernelbench(solution_path, directory, level, problem_id)
             if match:
                 return match
-            tried.append(f"{directory}/{kernelbench.group(2)}_*.py")
+            tried.append(f"{_level_folder(directory, level)}/{problem_id}_*.py")
             continue
         for stem in (solution_path.parent.name, solution_path.stem):
             candidate = directory / f"{stem}.py"
@@ -84,21 +90,64 @@ def pair_problem(solution_path: Path, problem_dirs: list[Path]) -> Path:
                        "pass --problem PATH")
 
 
-def _find_by_id(directory: Path, problem_id: int) -> Path | None:
+def folder_level(directory: Path) -> int | None:
+    """The KernelBench level a folder holds (level2/ -> 2), None when its name says none."""
+    match = LEVEL_FOLDER.match(directory.resolve().name)
+    return int(match.group(1)) if match else None
+
+
+def level_folders(directory: Path) -> list[Path]:
+    """KernelBench's level folders directly under `directory` (its root), in level order."""
+    if not directory.is_dir():
+        return []
+    return sorted((child for child in directory.iterdir() if child.is_dir() and LEVEL_FOLDER.match(child.name)),
+                  key=lambda child: int(LEVEL_FOLDER.match(child.name).group(1)))
+
+
+def _level_folder(directory: Path, level: int) -> Path:
+    """Where a level's problems are: `level<N>/` under KernelBench's root, else the folder itself."""
+    return directory / f"level{level}" if level_folders(directory) else directory
+
+
+def _find_kernelbench(solution_path: Path, directory: Path, level: int, problem_id: int) -> Path | None:
+    folder = _level_folder(directory, level)
+    folder_says = folder_level(folder)
+    if folder_says is not None and folder_says != level:
+        raise PairingError(f"{solution_path.name} is a level-{level} file but {directory} holds level-{folder_says} "
+                           f"problems: pass KernelBench's level{level}/ folder or its root")
+    return _find_by_id(folder, problem_id, level if folder_says is None else None)
+
+
+def _find_by_id(directory: Path, problem_id: int, level: int | None) -> Path | None:
+    """`<id>_*.py`, or a file declaring KERNELBENCH_ID = <id>; with `level`, none that declares another level."""
     if not directory.is_dir():
         return None
-    by_name = sorted(directory.glob(f"{problem_id}_*.py"))
-    if by_name:
-        return by_name[0]
-    for path in sorted(directory.glob("*.py")):
-        declared = DECLARED_ID.search(path.read_text(errors="replace"))
-        if declared and int(declared.group(1)) == problem_id:
-            return path
+    for path in sorted(directory.glob(f"{problem_id}_*.py")) + sorted(directory.glob("*.py")):
+        text = path.read_text(errors="replace")
+        declared_id, declared_level = DECLARED_ID.search(text), DECLARED_LEVEL.search(text)
+        by_name = path.name.startswith(f"{problem_id}_")
+        if not by_name and not (declared_id and int(declared_id.group(1)) == problem_id):
+            continue
+        if level is not None and declared_level and int(declared_level.group(1)) != level:
+            continue
+        return path
     return None
 
 
-def find_pairs(problems_dir: Path, solutions_dir: Path) -> tuple[list[tuple[Path, Path]], list[Path]]:
-    """Every solution file under `solutions_dir` with its problem; and the files no problem matched.
+def problem_files(problems_dir: Path) -> list[Path]:
+    """The problem files of a folder: its own *.py, or every level's under KernelBench's root."""
+    folders = level_folders(problems_dir) or [problems_dir]
+    return [path for folder in folders for path in sorted(folder.glob("*.py"))]
+
+
+@dataclass(frozen=True)
+class Unpaired:
+    solution: Path
+    reason: str    # the PairingError's message
+
+
+def find_pairs(problems_dir: Path, solutions_dir: Path) -> tuple[list[tuple[Path, Path]], list[Unpaired]]:
+    """Every solution file under `solutions_dir` with its problem; and the files no problem matched, with why.
 
     Files and folders whose names start with `_` or `.` (helpers, caches) are not solutions.
     """
@@ -109,6 +158,6 @@ def find_pairs(problems_dir: Path, solutions_dir: Path) -> tuple[list[tuple[Path
             continue
         try:
             pairs.append((pair_problem(solution, [problems_dir]), solution))
-        except PairingError:
-            unpaired.append(solution)
+        except PairingError as error:
+            unpaired.append(Unpaired(solution, str(error)))
     return pairs, unpaired

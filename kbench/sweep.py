@@ -8,12 +8,12 @@ from pathlib import Path
 from kbench.config import RunConfig
 from kbench.results import Status, read_rows
 from kbench.runner import file_hash
-from kbench.solution import find_pairs
+from kbench.solution import Unpaired, find_pairs
 
 
 def select_pairs(problems_dir: Path, solutions_dir: Path, filters: tuple[str, ...], only_failed_in: Path | None,
                  resume_from: Path | None, config: RunConfig, device: str
-                 ) -> tuple[list[tuple[Path, Path]], list[Path], int]:
+                 ) -> tuple[list[tuple[Path, Path]], list[Unpaired], int]:
     """(pairs to run, solutions no problem matched, pairs skipped because --resume found them)."""
     pairs, unpaired = find_pairs(problems_dir, solutions_dir)
     if filters:

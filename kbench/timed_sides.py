@@ -1,10 +1,10 @@
-"""The sides the timing loop runs: the candidate (in its runner), the reference and the baselines, each calling
-its model on one shared set of input buffers that is reloaded before every call."""
+"""The sides the timing loop runs: the candidate (in its runner), the reference and PyTorch's-defaults baseline (in
+the reference's runner), each calling its model on input buffers in its runner's arenas, reloaded before every
+call; and the torch.compile baseline in the judge."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -15,13 +15,6 @@ from kbench.job import one_line
 from kbench.loading import clone
 from kbench.progress import Context
 
-
-
-@dataclass
-class TimedSide:
-    side: timing.Side                       # what the sampling loop runs
-    settings: Callable[[], None] | None     # precision settings of this side (a baseline's), None: the policy's
-    buffers: list                           # the input buffers its call reads (the same list for every side)
 
 
 def default_is_reference(context: Context) -> bool:
@@ -48,18 +41,22 @@ class RemoteTimer:
 
 
 class RemoteCall:
-    """The candidate's timed call: a plain call of the model in the runner on `buffers`, or (timed) one with
-    the judge's flush before it and the judge's wall clock around it (RemoteTimer)."""
+    """A timed call of a model in a runner: a plain call on `buffers`, or (timed) one with the judge's flush
+    before it and the judge's wall clock around it (RemoteTimer). `precision`: the policy the runner calls it
+    under (a baseline's), None: the evaluation's."""
 
-    def __init__(self, model, buffers: list):
+    def __init__(self, model, buffers: list, precision: str | None = None):
         self.model = model
         self.buffers = buffers
+        self.precision = precision
 
     def __call__(self):
         return self.model.call(self.buffers, write_back=False)
 
     def timed(self, flush) -> tuple[float, float, object]:
         message, _ = self.model.stage(self.buffers)  # in place: the buffers are the arenas
+        if self.precision:
+            message["precision"] = self.precision
         flush()
         synchronize = self.model.runner.device.type == "cuda"
         if synchronize:
@@ -70,46 +67,46 @@ class RemoteCall:
         return reply.timed_ms if reply.timed_ms is not None else wall_ms, wall_ms, output
 
 
-def build_sides(reference_model, candidate_model, rounds, flush, context: Context) -> dict[str, TimedSide]:
+def build_sides(reference_model, timed_reference, candidate_model, rounds, flush,
+                context: Context) -> dict[str, timing.Side]:
     """'candidate', 'reference' and the baselines asked for, in the order the timing loop runs them (the
-    candidate first: fresh.py). They share one set of input buffers, which each side reloads with the round's
-    contents (fresh.FreshRounds) before its call: whatever a call did to them, the next starts from the
-    contents. The candidate's set is in the judge's arenas; the reference and the baselines share one of the
-    judge's own. While the reference and the baselines run, the runner is stopped (remote_process.RunnerProcess.pause)."""
+    candidate first: fresh.py). Each side reloads the round's contents (fresh.FreshRounds) into its buffers
+    before its call: whatever a call did to them, the next starts from the contents. The candidate's buffers
+    are its runner's arenas; the reference and the default baseline share the reference's runner's; the compile
+    baseline runs in the judge. While anything but the candidate runs, the candidate's runner is stopped
+    (remote_process.RunnerProcess.pause)."""
     config = context.config
-    buffers = clone(rounds.inputs)
-    reference_inspect = guards.poison if config.guards else timing.do_nothing
-    # The candidate's buffers are the judge's arenas (its runner reads them in place); the reference's are the
-    # judge's own, which nothing of the candidate's can reach while the reference runs.
-    arena_buffers = candidate_model.arena_views(rounds.inputs)
-    candidate_side = timing.Side(RemoteCall(candidate_model, arena_buffers),
-                                 prepare=lambda: load_into(arena_buffers, rounds.inputs),
+    candidate_buffers = candidate_model.arena_views(rounds.inputs)
+    candidate_side = timing.Side(RemoteCall(candidate_model, candidate_buffers),
+                                 prepare=lambda: load_into(candidate_buffers, rounds.inputs),
                                  inspect=rounds.candidate_done, timer=RemoteTimer(flush))
-    sides = {"candidate": TimedSide(candidate_side, None, arena_buffers),
-             "reference": _side(reference_model, buffers, rounds, context,
-                                inspect=rounds.reference_done if config.guards else timing.do_nothing)}
+    reference_buffers = timed_reference.arena_views(rounds.inputs)
+    reference_inspect = rounds.reference_done if config.guards else timing.do_nothing
+    sides = {"candidate": candidate_side,
+             "reference": _side(RemoteCall(timed_reference, reference_buffers), reference_buffers, rounds, context,
+                                inspect=reference_inspect, timer=RemoteTimer(flush))}
+    baseline_inspect = guards.poison if config.guards else timing.do_nothing
     if "default" in config.baselines and not default_is_reference(context):
-        sides["default"] = _side(reference_model, buffers, rounds, context, inspect=reference_inspect,
-                                 settings=policy.set_pytorch_default_precision)
+        sides["default"] = _side(RemoteCall(timed_reference, reference_buffers, precision=PYTORCH_DEFAULT),
+                                 reference_buffers, rounds, context, inspect=baseline_inspect, timer=RemoteTimer(flush))
     if "compile" in config.baselines:
         compiled = _compiled_reference(reference_model, rounds.inputs, context)
         if compiled is not None:
-            sides["compile"] = _side(compiled, buffers, rounds, context, inspect=reference_inspect)
+            buffers = clone(rounds.inputs)
+            sides["compile"] = _side(lambda: compiled(*buffers), buffers, rounds, context, inspect=baseline_inspect)
     return sides
 
 
-def _side(model, buffers: list, rounds, context: Context, inspect, settings=None) -> TimedSide:
+def _side(call, buffers: list, rounds, context: Context, inspect, timer=None) -> timing.Side:
     def prepare():
         load_into(buffers, rounds.inputs)
-        if settings:
-            settings()
         context.runner.pause()
 
     def after(output):
         context.runner.resume()
         inspect(output)
         policy.apply_policy(context.config.policy)  # whatever a baseline changed, the checking policy is back
-    return TimedSide(timing.Side(lambda: model(*buffers), prepare=prepare, inspect=after), settings, buffers)
+    return timing.Side(call, prepare=prepare, inspect=after, timer=timer)
 
 
 def _compiled_reference(reference_model, inputs, context: Context):

@@ -55,17 +55,18 @@ def sweep_lost(official: Outcome, progress, what: str, strict: bool) -> Outcome:
     return final_outcome(official, sweep, strict)
 
 
-def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float], calibration_ms: list[float],
-                   calibration_wall_ms: list[float], floor_ms: float = UNCLOCKED_MIN_MS) -> tuple[str, str] | None:
+def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float], reference_ms: list[float],
+                   reference_wall_ms: list[float], floor_ms: float = UNCLOCKED_MIN_MS) -> tuple[str, str] | None:
     """(flag, why) when the runner's times for the candidate's calls do not agree with the judge's clock:
-    flags.TIMING_MISMATCH (rejecting) or flags.UNCLOCKED_TIME (noting); None when they agree."""
+    flags.TIMING_MISMATCH (rejecting) or flags.UNCLOCKED_TIME (noting); None when they agree. The protocol's own
+    cost is what the judge saw beyond the reference's timer, timed in the same rounds under the same protocol."""
     if not candidate_ms:
         return None
     impossible = [(ms, wall) for ms, wall in zip(candidate_ms, candidate_wall_ms) if ms > wall + CLAIM_SLACK_MS]
     if impossible:
         ms, wall = impossible[0]
         return flags.TIMING_MISMATCH, f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
-    gaps = [wall - ms for ms, wall in zip(calibration_ms, calibration_wall_ms)] or [0.0]
+    gaps = [wall - ms for ms, wall in zip(reference_ms, reference_wall_ms)] or [0.0]
     protocol = low_quantile(gaps)
     timed = stats.median(candidate_ms)
     unclocked = low_quantile([wall - ms for ms, wall in zip(candidate_ms, candidate_wall_ms)]) - protocol

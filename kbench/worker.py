@@ -23,7 +23,7 @@ import torch
 from kbench import evaluation, guards, policy
 from kbench.job import Job, write_json_atomic
 from kbench.progress import Progress
-from kbench.remote_process import RunnerProcess
+from kbench.remote_process import Runners
 from kbench.results import Outcome
 from kbench.sandbox.limits import judge_protection
 
@@ -42,17 +42,17 @@ def main(argv: list[str]) -> int:
     judge_protection()
     os.nice(int(os.environ.get("KBENCH_NICE", "0")))  # a build: the compilers it starts inherit it
     if argv[0] == "--wait":
-        runner = _warm_up(argv[1])
+        runners = _warm_up(argv[1])
         line = sys.stdin.readline().strip()
         if not line:
-            runner.stop()
+            runners.stop()
             return 0  # the parent closed the pipe: no job came
         job = Job.load(Path(line))
         _redirect_output(job.log_path)
     else:
         job = Job.load(Path(argv[0]))
-        runner = RunnerProcess(job.device)
-    outcome = run(job, runner)
+        runners = Runners.start(job.device)
+    outcome = run(job, runners)
     write_json_atomic(Path(job.result_path), outcome.to_dict())
     # The verdict is written: skip interpreter and CUDA teardown, which the parent would wait for.
     sys.stdout.flush()
@@ -76,15 +76,15 @@ def die_with_parent() -> None:
         os._exit(1)  # the parent died before the request above took effect
 
 
-def _warm_up(device: str) -> RunnerProcess:
-    """Start the runner first (forked before this process touches CUDA, it warms up beside the judge), then
+def _warm_up(device: str) -> Runners:
+    """Start the runners first (forked before this process touches CUDA, they warm up beside the judge), then
     prime the dispatcher (the reference's op recording) and create the judge's CUDA context."""
-    runner = RunnerProcess(device)
+    runners = Runners.start(device)
     guards.prime_dispatch()
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.zeros(1, device=device)  # creates the CUDA context
-    return runner
+    return runners
 
 
 def _redirect_output(log_path: str) -> None:
@@ -97,9 +97,9 @@ def _redirect_output(log_path: str) -> None:
     os.close(descriptor)
 
 
-def run(job: Job, runner: RunnerProcess) -> Outcome:
-    """Evaluate one job (the candidate in `runner`); every failure the judge can observe becomes the outcome's
-    status."""
+def run(job: Job, runners: Runners) -> Outcome:
+    """Evaluate one job (the candidate in its runner, the reference timed in its own); every failure the judge
+    can observe becomes the outcome's status."""
     device = torch.device(job.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -109,7 +109,7 @@ def run(job: Job, runner: RunnerProcess) -> Outcome:
     policy.apply_policy(job.config.policy)
     environment = {"device_name": _device_name(device), "torch_version": torch.__version__,
                    "cuda_version": torch.version.cuda or ""}
-    return evaluation.judge(job, device, progress, environment, runner)
+    return evaluation.judge(job, device, progress, environment, runners)
 
 
 def single_threaded() -> None:

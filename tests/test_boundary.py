@@ -106,6 +106,21 @@ def test_honest_look_alikes_are_correct_without_a_rejecting_flag(config, solutio
     assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
 
 
+HONEST = FIXTURES / "honest"
+
+
+@pytest.mark.parametrize("solution, problem", [
+    ("compiled.py", AXPY), ("custom_op.py", AXPY), ("numpy_helper.py", AXPY), ("in_place.py", AXPY),
+    ("subclass_in_place.py", HONEST / "axpy_inplace.py"),
+])
+def test_honest_but_unusual_candidates_are_correct_with_no_flag(tmp_path, solution, problem):
+    """Compiled graphs, custom ops, numpy helpers, in-place work, a subclass that mutates its input as the
+    reference does (tests/fixtures/honest/README.md): recording their ops does not change what they run."""
+    config = RunConfig(device="cpu", cache_dir=tmp_path, timeout_s=300, time_budget_s=0.3, min_samples=5, sweep=2)
+    result = evaluate(problem, HONEST / solution, config)
+    assert result.status == Status.CORRECT and not result.flags, (result.status, result.flags, result.message)
+
+
 KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench"
 
 

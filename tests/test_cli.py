@@ -107,3 +107,32 @@ def test_executor_ray_without_ray_is_a_one_line_usage_error(tmp_path):
     assert completed.stderr.strip().splitlines()[-1] == \
         'Error: kbench sweep --executor ray needs Ray: pip install "kbench[ray]"'
     assert "Traceback" not in completed.stderr
+
+
+KERNELBENCH = REPO.parent / "shared" / "kernelbench"
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="needs ../shared/kernelbench")
+def test_kernelbench_root_and_mixed_levels(tmp_path, cache_dir):
+    """The root pairs every level's run files; a level folder judges its own level's and names the others in one
+    line each, and the exit status says some were not judged; nothing paired at all is a usage error."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name in ("level_1_problem_19_sample_0_kernel.py", "level_2_problem_12_sample_0_kernel.py"):
+        (runs / name).write_text("class ModelNew(Model):  # KernelBench's namespace: the reference itself\n    pass\n")
+    quick = [*FAST, "--sweep", "0", "--trials", "1", "--no-time"]
+    root = kbench("sweep", "--problems", KERNELBENCH, "--solutions", runs, "--out", tmp_path / "root.csv", *quick,
+                  cache_dir=cache_dir)
+    assert root.returncode == 0, root.stderr
+    assert sorted(row["problem"] for row in read_rows(tmp_path / "root.csv")) == ["12_Gemm_Multiply_LeakyReLU",
+                                                                                 "19_ReLU"]
+    level1 = kbench("sweep", "--problems", KERNELBENCH / "level1", "--solutions", runs, "--out",
+                    tmp_path / "level1.csv", *quick, cache_dir=cache_dir)
+    assert level1.returncode == 1
+    assert [row["problem"] for row in read_rows(tmp_path / "level1.csv")] == ["19_ReLU"]
+    assert "level_2_problem_12_sample_0_kernel.py is a level-2 file" in level1.stderr
+    assert "1 solution(s) paired with no problem" in level1.stderr
+    (runs / "level_1_problem_19_sample_0_kernel.py").unlink()
+    none = kbench("sweep", "--problems", KERNELBENCH / "level1", "--solutions", runs, "--out",
+                  tmp_path / "none.csv", *quick, cache_dir=cache_dir)
+    assert none.returncode == 2 and "no solution under" in none.stderr

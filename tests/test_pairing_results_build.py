@@ -106,3 +106,29 @@ def test_first_error_line_finds_gcc_and_nvcc_errors():
             "1 error detected in the compilation of cuda.cu.")
     assert first_error_line(nvcc).startswith('cuda.cu(45): error: "threadsPerBlock"')
     assert first_error_line("RuntimeError: Error building extension 'x'\nsomething") == "something"
+
+
+KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench"
+needs_kernelbench = pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="needs ../shared/kernelbench")
+
+
+@needs_kernelbench
+def test_kernelbench_run_files_pair_by_level_and_id_under_its_root():
+    level1 = Path("runs/level_1_problem_12_sample_0_kernel.py")
+    level2 = Path("runs/level_2_problem_12_sample_0_kernel.py")
+    assert pair_problem(level1, [KERNELBENCH]) == KERNELBENCH / "level1" / "12_Matmul_with_diagonal_matrices_.py"
+    assert pair_problem(level2, [KERNELBENCH]).parent.name == "level2"
+    assert pair_problem(level2, [KERNELBENCH / "level2"]).name.startswith("12_")
+
+
+@needs_kernelbench
+def test_a_run_file_given_another_level_s_folder_is_never_judged_against_it():
+    with pytest.raises(PairingError, match="level-2 file but .*level-1 problems"):
+        pair_problem(Path("runs/level_2_problem_12_sample_0_kernel.py"), [KERNELBENCH / "level1"])
+
+
+def test_a_declared_level_keeps_a_problem_from_another_level(tmp_path):
+    (tmp_path / "12_relu.py").write_text("KERNELBENCH_ID = 12\nKERNELBENCH_LEVEL = 1\n")
+    with pytest.raises(PairingError):
+        pair_problem(tmp_path / "level_2_problem_12_sample_0_kernel.py", [tmp_path])
+    assert pair_problem(tmp_path / "level_1_problem_12_sample_0_kernel.py", [tmp_path]).name == "12_relu.py"

@@ -53,6 +53,13 @@ def judge_protection() -> None:
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+def protect() -> None:
+    """In the reference's runner: non-dumpable, as the judge is (judge_protection), so the candidate's runner
+    cannot trace it or read its memory."""
+    if sys.platform.startswith("linux"):
+        _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 def is_subreaper() -> bool:
     """Whether orphans of this process's descendants become its children (judge_protection)."""
     if not sys.platform.startswith("linux"):

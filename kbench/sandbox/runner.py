@@ -1,7 +1,8 @@
 """The runner: the process that imports the candidate, builds ModelNew and calls it for the judge.
 
-`python -m kbench.sandbox.runner COMMANDS_FD REPLIES_FD DEVICE`, started by the judge (kbench.remote) in a
-session of its own. It warms up (torch, the CUDA context) before the judge's first command, confines itself
+`python -m kbench.sandbox.runner COMMANDS_FD REPLIES_FD DEVICE [protected]`, started by the judge
+(kbench.remote_process) in a session of its own. The judge starts two: the candidate's, and the reference's
+(`protected`), which builds only the problem's own Model (the "stand_in" op) and never imports a solution. It warms up (torch, the CUDA context) before the judge's first command, confines itself
 (limits.py) when told what it may write, and from then on does what the judge asks: import the solution in
 the problem's namespace (KernelBench's convention: `class ModelNew(Model)` works), build instances, call them
 on tensors in the judge's arenas and copy their outputs into the judge's output arenas. Everything here is
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -28,6 +30,9 @@ from kbench.sandbox.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, 
 def main(argv: list[str]) -> int:
     commands, replies, device = int(argv[0]), int(argv[1]), torch.device(argv[2])
     limits.die_with_parent()
+    tempfile.tempdir = None  # a fork keeps the judge's choice: read TMPDIR (the runner's scratch folder) again
+    if "protected" in argv[3:]:  # the reference's runner: no candidate code runs in it, nor may reach it
+        limits.protect()
     _warm_up(device)
     runner = Runner(device, replies)
     while True:
@@ -176,6 +181,10 @@ class Runner:
         arguments = [self._argument(item) for item in message["args"]]
         mode = message.get("mode", "plain")
         reply: dict = {}
+        with _precision(message.get("precision")):
+            return self._called(model, arguments, mode, reply, message["outputs"])
+
+    def _called(self, model, arguments: list, mode: str, reply: dict, outputs: list[str]) -> dict:
         try:
             if mode == "timed":
                 output, reply["timed_ms"] = self._timed(model, arguments)
@@ -197,7 +206,7 @@ class Runner:
         reply.update(sequence=sequence, outputs=[_describe(item) for item in items],
                      aliases_input=aliasing(items, arguments))
         self.pending = (items, reply)
-        return self._deliver(message["outputs"])
+        return self._deliver(outputs)
 
     def _timed(self, model, arguments):
         if self.device.type == "cuda":
@@ -224,6 +233,22 @@ class Runner:
         _synchronize(self.device)
         self.pending = None
         return reply
+
+
+@contextlib.contextmanager
+def _precision(policy_name: str | None):
+    """A call under another precision policy (the reference's runner times PyTorch's defaults as a baseline),
+    the problem's policy back after it."""
+    if not policy_name:
+        yield
+        return
+    from kbench import policy
+    before = {name: setting.read() for name, setting in policy.SETTINGS.items()}
+    policy.apply_policy(policy_name)
+    try:
+        yield
+    finally:
+        policy.apply(before)
 
 
 def _as_items(output) -> tuple[list, bool]:

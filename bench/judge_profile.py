@@ -1,0 +1,77 @@
+"""Where one evaluation's time goes, seen from the judge: its phases, the time it waited on each kind of
+runner request, and the judge's own functions by cumulative time.
+
+    PYTHONPATH=$PWD python3 bench/judge_profile.py PROBLEM SOLUTION [PROBLEM SOLUTION ...] [--device cuda:0]
+
+Runs each evaluation the way a waiting worker does (the runner forked and both processes warmed up first,
+not counted), in this process, under cProfile. Build the solutions first (`kbench build`, same cache) or
+the first evaluation's profile is its build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import collections
+import io
+import pstats
+import tempfile
+import time
+from pathlib import Path
+
+from kbench import worker
+from kbench.config import RunConfig
+from kbench.runner import resolve_device
+from kbench.job import Job
+from kbench.remote_process import RunnerProcess
+
+
+def profile_one(problem: Path, solution: Path, device: str, top: int) -> None:
+    waits: dict[str, list[float]] = collections.defaultdict(list)
+    original_request = RunnerProcess.request
+
+    def timed_request(self, message, on_progress=None):
+        started = time.perf_counter()
+        try:
+            return original_request(self, message, on_progress)
+        finally:
+            waits[f"{message.get('op')}:{message.get('mode', '')}"].append(time.perf_counter() - started)
+    RunnerProcess.request = timed_request
+    with tempfile.TemporaryDirectory(prefix="kbench-profile-") as scratch:
+        job = Job(problem_path=str(problem.resolve()), solution_path=str(solution.resolve()), device=device,
+                  config=RunConfig(device=device), result_path=f"{scratch}/result.json",
+                  progress_path=f"{scratch}/progress.json", log_path=f"{scratch}/log.txt")
+        warm_started = time.perf_counter()
+        runners = worker._warm_up(device)
+        warm_s = time.perf_counter() - warm_started
+        profiler = cProfile.Profile()
+        started = time.perf_counter()
+        outcome = profiler.runcall(worker.run, job, runners)
+        wall_s = time.perf_counter() - started
+    RunnerProcess.request = original_request
+    print(f"\n=== {solution}: {outcome.status} in {wall_s:.2f} s (warm-up before it {warm_s:.2f} s)")
+    print("phases:", outcome.phase_s)
+    print(f"{'runner request':24} {'count':>6} {'total s':>8} {'median ms':>10}")
+    for name, seconds in sorted(waits.items(), key=lambda item: -sum(item[1])):
+        ordered = sorted(seconds)
+        print(f"{name:24} {len(seconds):6d} {sum(seconds):8.3f} {ordered[len(ordered) // 2] * 1e3:10.2f}")
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(top)
+    print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:12000])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pairs", nargs="+", type=Path, help="PROBLEM SOLUTION, repeated")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--top", type=int, default=35, help="functions to list by cumulative time")
+    arguments = parser.parse_args()
+    if len(arguments.pairs) % 2:
+        parser.error("give PROBLEM SOLUTION pairs")
+    device = resolve_device(arguments.device)
+    for problem, solution in zip(arguments.pairs[::2], arguments.pairs[1::2]):
+        profile_one(problem, solution, device, arguments.top)
+
+
+if __name__ == "__main__":
+    main()
