@@ -202,7 +202,8 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
         console.print("nothing to evaluate")
         sys.exit(EXIT_ALL_CORRECT)
     run_id = new_run_id()
-    results = run_with_progress(pairs, config, devices, jobs, out, as_json, run_id=run_id, executor=executor)
+    results = run_with_progress(pairs, config, devices, jobs, out, as_json, run_id=run_id, executor=executor,
+                                resume_hint="; run the same command with --resume to judge the rest")
     if as_json:
         click.echo(json.dumps([result.to_row() for result in results], indent=2))
     else:
@@ -261,11 +262,17 @@ def report_command(csvs, output_format, run_id, plot, all_failures) -> None:
 
 def _plot(result, path: Path) -> None:
     try:
-        from kbench.plot import plot_best, plot_title
+        from matplotlib.backend_bases import FigureCanvasBase
 
-        plot_best(result.best, path, plot_title(result))
+        from kbench.plot import plot_best, plot_title
     except ImportError:
         raise click.UsageError("--plot needs matplotlib: pip install 'kbench[plot]'")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix.lstrip(".").lower() not in formats:
+        raise _OneLineError(f"--plot {path}: name a file ending in one of .{', .'.join(sorted(formats))} "
+                            "(.png, say)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plot_best(result.best, path, plot_title(result))
     Console(stderr=True).print(f"plot written to {path}")
 
 

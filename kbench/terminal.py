@@ -3,6 +3,7 @@ saying what it does, the summary tables. The CLI calls these; nothing here decid
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -18,14 +19,28 @@ from kbench.results import Status, append_row
 
 
 def wide_console() -> Console:
+    """The terminal's width; piped or logged, COLUMNS when set, else 200 (one line per row)."""
     console = Console()
-    return console if console.is_terminal else Console(width=200)  # pipes and logs: one line per row
+    if console.is_terminal:
+        return console
+    columns = os.environ.get("COLUMNS", "")
+    return Console(width=int(columns) if columns.isdigit() and int(columns) > 0 else 200)
 
 
-def run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run_id=None, executor=None):
+def run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run_id=None, executor=None,
+                      resume_hint: str = ""):
     """Run pairs with progress bars (builds; evaluations with failures so far and time left) and a line per
     running worker ("convt1d.py: building conv_ext (nvcc) 12 s", "sweep 3/8"); every result is appended to
-    `out` the moment it exists. Ctrl-C: exit 130, the CSV holding every finished result."""
+    `out` the moment it exists. Ctrl-C: exit 130, the CSV holding every finished result; the message (after
+    the progress display is gone, which would erase it) ends with `resume_hint`."""
+    try:
+        return _run_with_progress(pairs, config, devices, jobs, out, quiet, run_id, executor)
+    except KeyboardInterrupt:
+        Console(stderr=True).print(f"interrupted: every finished result is in {out}{resume_hint}", soft_wrap=True)
+        sys.exit(130)
+
+
+def _run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run_id, executor):
     from kbench.runner import new_run_id
     from kbench.scheduler import run_pairs
 
@@ -43,13 +58,9 @@ def run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run_
             failures += result.status != Status.CORRECT
             progress.update(evaluating, advance=1, failed=f"{failures} not correct" if failures else "")
 
-        try:
-            return run_pairs(pairs, config, devices=devices, run_id=run_id or new_run_id(), jobs=jobs,
-                             executor=executor, on_result=record, on_built=lambda result: progress.advance(building),
-                             on_progress=workers.show)
-        except KeyboardInterrupt:
-            Console(stderr=True).print(f"interrupted: every finished result is in {out}")
-            sys.exit(130)
+        return run_pairs(pairs, config, devices=devices, run_id=run_id or new_run_id(), jobs=jobs,
+                         executor=executor, on_result=record, on_built=lambda result: progress.advance(building),
+                         on_progress=workers.show)
 
 
 class _Count(MofNCompleteColumn):

@@ -16,8 +16,9 @@ from kbench.results import read_rows
 from conftest import PROBLEMS, REPO, SOLUTIONS
 
 
-def kbench(*args, cwd=None, cache_dir=None):
-    environment = dict(os.environ, PYTHONPATH=str(REPO), KBENCH_CACHE_DIR=str(cache_dir or ""))
+def kbench(*args, cwd=None, cache_dir=None, **environment_overrides):
+    environment = dict(os.environ, PYTHONPATH=str(REPO), KBENCH_CACHE_DIR=str(cache_dir or ""),
+                       **environment_overrides)
     return subprocess.run([sys.executable, "-m", "kbench", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, env=environment, timeout=600)
 

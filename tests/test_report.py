@@ -106,6 +106,27 @@ def test_tables_at_80_columns_never_cut_status_or_speedup(tmp_path):
     assert "level_1_problem_75_sample_0_kernel.py" in text.replace("\n", "")
 
 
+def test_piped_report_follows_columns(tmp_path):
+    stems = [LONG, "100_HingeLoss", "2_Standard_matrix_multiplication_"]
+    csv_path = write_csv(tmp_path / "s.csv", synthetic_rows(stems * 4, seed=3))
+    completed = kbench("report", csv_path, cwd=tmp_path, COLUMNS="80")
+    assert completed.returncode == 0, completed.stderr
+    assert max(len(line) for line in completed.stdout.splitlines()) <= 80
+    wide = kbench("report", csv_path, cwd=tmp_path, COLUMNS="")
+    assert max(len(line) for line in wide.stdout.splitlines()) > 80
+
+
+def test_report_plot_into_a_new_folder_and_a_bad_extension_is_one_line(tmp_path):
+    pytest.importorskip("matplotlib")
+    csv_path = write_csv(tmp_path / "s.csv", synthetic_rows(["1_a", "2_b"] * 2, seed=1))
+    made = kbench("report", csv_path, "--plot", tmp_path / "new" / "deeper" / "best.png", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "new" / "deeper" / "best.png").stat().st_size > 0
+    bad = kbench("report", csv_path, "--plot", tmp_path / "best.xyz", cwd=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.strip().count("\n") == 0 and ".png" in bad.stderr, bad.stderr
+
+
 def test_a_report_of_skipped_results_says_what_would_run(tmp_path):
     rows = [{"problem": "convt1d", "solution": f"solutions/convt1d/s{i}.py", "status": "skipped",
              "message": "needs a CUDA device"} for i in range(3)]

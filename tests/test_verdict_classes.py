@@ -130,6 +130,7 @@ def test_ctrl_c_in_builds_and_evaluations_stops_at_once_and_resume_completes(tmp
     _, stderr = process.communicate(timeout=30)
     assert time.monotonic() - interrupted < 2.0, stderr
     assert process.returncode == 130, stderr
+    assert f"interrupted: every finished result is in {out}" in stderr and "--resume" in stderr, stderr
     rows = read_rows(out)  # a valid CSV, with only real verdicts in it
     assert [Path(row["solution"]).name for row in rows] == ["a_quick.py"] and rows[0]["status"] == "correct"
 
