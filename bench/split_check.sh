@@ -3,7 +3,7 @@
 # and after it, on the same solutions with one warm build cache, then bench/split_cost.py's table. The tree
 # before the split is unpacked by the caller under .device/before:
 #     git archive 5f7dc5a kbench | tar -x -C .device/before
-# Usage: OUT=/some/dir bash bench/split_check.sh
+# Usage: OUT=/some/dir [AFTER=/a/tree/with/kbench] bash bench/split_check.sh  (AFTER: default this tree)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -17,7 +17,8 @@ sweep() {  # sweep CODE_DIR CSV [OPTION...]: `python -m` puts the working direct
         --problems "$ROOT/problems" --out "$csv" "$@" > "$csv.txt" 2>&1)
     tail -3 "$2.txt"
 }
-sweep "$ROOT" "$OUT/warmup.csv" --sweep 0 --trials 1 --time-budget 0.1  # builds every extension once
+AFTER=${AFTER:-$ROOT}
+sweep "$AFTER" "$OUT/warmup.csv" --sweep 0 --trials 1 --time-budget 0.1  # builds every extension once
 sweep "$ROOT/.device/before" "$OUT/before.csv"
-sweep "$ROOT" "$OUT/after.csv"
+sweep "$AFTER" "$OUT/after.csv"
 PYTHONPATH=$ROOT python3 bench/split_cost.py "$OUT/before.csv" "$OUT/after.csv" | tee "$OUT/split_cost.txt"
