@@ -221,21 +221,32 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
               help="Also draw the best speedup per problem into this PNG (needs matplotlib).")
 @click.option("--failures", "all_failures", is_flag=True,
               help=f"List every failure [default: the first {FAILURES_SHOWN} per status].")
-def report_command(csvs, output_format, run_id, plot, all_failures) -> None:
+@click.option("--kernelbench", "kernelbench_path", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Also list where KernelBench's verdicts disagree with kbench's: a KernelBench run folder or "
+                   "its eval_results.json (--format table or json).")
+def report_command(csvs, output_format, run_id, plot, all_failures, kernelbench_path) -> None:
     """Summarise a results CSV [default: results/results.csv]: best solution and speedup per problem,
     the solutions that failed and why, counts per status, the geometric-mean speedup of correct
     results and fast_p (share of problems with a correct solution faster than p x the reference, p in
     0, 0.5, 0.8, 1, 1.5, 2) two ways: trusted (correct at the official sizes, no flag but throttled)
     and KernelBench's (correct at the official sizes).
     With two CSVs, compare them problem by problem. Rows are the latest per problem and solution.
+    With --kernelbench, also the candidates KernelBench's own verdicts disagree on, with kbench's evidence.
     """
     from kbench import summary
+    from kbench.kernelbench_verdicts import compare, comparison_renderables
     from kbench.report import comparison_table, summary_markdown
 
     paths = list(csvs) or [Path("results/results.csv")]
     if len(paths) > 2:
         raise click.UsageError("give one CSV to summarise or two to compare")
+    if kernelbench_path and (len(paths) == 2 or output_format not in ("table", "json")):
+        raise click.UsageError("--kernelbench goes with one CSV and --format table or json")
     frames = [_load_results(path, run_id) for path in paths]
+    try:  # before the report, so that a JSON it cannot read stops with one line, not half an output
+        verdicts = compare(kernelbench_path, paths[0], run_id) if kernelbench_path else None
+    except ValueError as error:
+        raise click.UsageError(f"--kernelbench: {error}")
     if len(frames) == 2:
         comparison = summary.compare(*frames)
         if output_format == "json":
@@ -249,13 +260,17 @@ def report_command(csvs, output_format, run_id, plot, all_failures) -> None:
     result = summary.summarise(frames[0])
     limit = None if all_failures else FAILURES_SHOWN
     if output_format == "json":
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        kernelbench = {"kernelbench": verdicts.to_dict()} if verdicts else {}
+        click.echo(json.dumps({**result.to_dict(), **kernelbench}, indent=2))
     elif output_format == "csv":
         click.echo(result.best.to_csv(index=False), nl=False)
     elif output_format == "markdown":
         click.echo(summary_markdown(result, limit))
     else:
         print_summary(result, limit)
+        if verdicts:
+            console = wide_console()
+            console.print(*comparison_renderables(verdicts, width=console.width))
     if plot:
         _plot(result, plot)
 
