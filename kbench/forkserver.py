@@ -49,7 +49,7 @@ class ForkServer:
 
     def __init__(self, start: Callable[..., subprocess.Popen], environment: dict, prime: bool):
         """`start(arguments, pass_fds=..., env=...)` starts `python -m kbench.forkserver ARGUMENTS`. With `prime`,
-        the server primes the dispatcher before it forks (for waiting workers, which would do it first thing)."""
+        the server imports what op recording needs before it forks (for waiting workers, which record ops first thing)."""
         self.socket, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             arguments = [str(server_end.fileno())] + (["--prime"] if prime else [])
@@ -151,7 +151,7 @@ def serve(connection: socket.socket, prime: bool) -> None:
 
     worker.die_with_parent()
     if prime:
-        guards.prime_dispatch()  # imports what a worker's first dispatch mode would, before any fork
+        guards.import_op_recording()  # what a worker's first op recording imports, before any fork
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)

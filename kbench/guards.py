@@ -35,9 +35,15 @@ def inputs_mutated(pristine: list, used: list) -> bool:
     return False
 
 
-def prime_dispatch() -> None:
-    """Record ops once: the profiler's first start imports a good deal of torch, which waiting judges pay ahead,
-    not during the reference's op recording."""
+def import_op_recording() -> None:
+    """Import what recording ops needs (about a second), in a process that will fork: no profiler is started
+    here, which could initialise CUDA's driver or start threads a fork would not carry."""
+    import torch.profiler  # noqa: F401
+
+
+def prime_op_recording() -> None:
+    """Record ops once: the profiler's first start costs a second or so, which waiting judges pay ahead, not
+    during the reference's op recording. Not in a process that forks afterwards (import_op_recording)."""
     record_ops(lambda: torch.zeros(1) + 1)
 
 

@@ -78,9 +78,9 @@ def die_with_parent() -> None:
 
 def _warm_up(device: str) -> Runners:
     """Start the runners first (forked before this process touches CUDA, they warm up beside the judge), then
-    prime the dispatcher (the reference's op recording) and create the judge's CUDA context."""
+    prime the reference's op recording and create the judge's CUDA context."""
     runners = Runners.start(device)
-    guards.prime_dispatch()
+    guards.prime_op_recording()
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.zeros(1, device=device)  # creates the CUDA context
