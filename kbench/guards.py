@@ -36,8 +36,10 @@ def inputs_mutated(pristine: list, used: list) -> bool:
 
 
 def import_op_recording() -> None:
-    """Import what recording ops needs (about a second), in a process that will fork: no profiler is started
-    here, which could initialise CUDA's driver or start threads a fork would not carry."""
+    """Import what recording ops needs (the profiler's first start imports torch._dynamo: about a second), in a
+    process that will fork: no profiler is started here, which could initialise CUDA's driver or start threads
+    a fork would not carry."""
+    import torch._dynamo  # noqa: F401
     import torch.profiler  # noqa: F401
 
 

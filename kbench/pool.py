@@ -32,9 +32,10 @@ Worker = subprocess.Popen | ForkedWorker
 class WorkerPool:
     """Waiting workers per device, the fork servers, and every live worker session."""
 
-    # A forked worker's warm-up (creating its CUDA context) takes under a second, so two per device keep
-    # back-to-back evaluations supplied; each holds a CUDA context's memory on its GPU while it waits.
-    WAITING_PER_DEVICE = 2
+    # A forked worker's warm-up creates three CUDA contexts (the judge's and its two runners') and starts the
+    # profiler in the candidate's runner: seconds, longer than the shortest evaluations, so three per device
+    # keep back-to-back evaluations supplied; each holds its contexts' memory on its GPU while it waits.
+    WAITING_PER_DEVICE = 3
 
     def __init__(self):
         self._launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbench-launcher")

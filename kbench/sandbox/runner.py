@@ -31,9 +31,10 @@ def main(argv: list[str]) -> int:
     commands, replies, device = int(argv[0]), int(argv[1]), torch.device(argv[2])
     limits.die_with_parent()
     tempfile.tempdir = None  # a fork keeps the judge's choice: read TMPDIR (the runner's scratch folder) again
-    if "protected" in argv[3:]:  # the reference's runner: no candidate code runs in it, nor may reach it
+    protected = "protected" in argv[3:]
+    if protected:  # the reference's runner: no candidate code runs in it, nor may reach it
         limits.protect()
-    _warm_up(device)
+    _warm_up(device, for_candidate=not protected)
     runner = Runner(device, replies)
     while True:
         try:
@@ -51,18 +52,21 @@ def main(argv: list[str]) -> int:
         wire.send(replies, reply)
 
 
-def _warm_up(device: torch.device) -> None:
-    """What every evaluation needs before the candidate: torch's extension builder, the dispatcher's first
-    dispatch mode, the CUDA context and the profiler's first start."""
-    import torch.utils.cpp_extension  # noqa: F401
-    from kbench import kernels
-    record_ops(lambda: torch.zeros(1) + 1)
+def _warm_up(device: torch.device, for_candidate: bool) -> None:
+    """What every evaluation needs before the candidate: the CUDA context; for the candidate's runner also
+    torch's extension builder and the profiler's first starts (op recording, kernel attribution)."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)
-        kernels.profile_kernels(lambda: torch.zeros(1, device=device).add_(1))
     else:
         torch.set_num_threads(1)  # as the judge does on a CPU (worker.single_threaded)
+    if not for_candidate:
+        return
+    from torch.utils import cpp_extension  # noqa: F401 (imported ahead: the candidate's build needs it)
+    from kbench import kernels
+    record_ops(lambda: torch.zeros(1) + 1)
+    if device.type == "cuda":
+        kernels.profile_kernels(lambda: torch.zeros(1, device=device).add_(1))
 
 
 class Runner:
