@@ -61,7 +61,7 @@ def _timer(device):
 # The reference's timed calls before the candidate is imported stop after this long, or once their median is
 # known to ALONE_TARGET_RSE: plenty beside stats.SLOWDOWN_MIN_RATIO. One warm-up call: the Model in the
 # reference's runner has not run yet.
-ALONE_BUDGET_S = 0.25
+ALONE_BUDGET_S = 0.1
 ALONE_TARGET_RSE = 0.03
 
 
