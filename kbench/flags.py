@@ -17,9 +17,10 @@ LOW_PRECISION = "low_precision"          # error against float64 truth >= 10x th
 WEAK_CHECK = "weak_check"                # reference output nearly constant or nearly zero
 LIBRARY_ONLY = "library_only"            # no kernel of its own did a meaningful share of the GPU work (a decoy?)
 UNCLOCKED_TIME = "unclocked_time"        # the judge's clock saw more than the candidate's timer, below rejection
+UNVERIFIED_TIME = "unverified_time"      # faster than the reference by less than the judge's clock can confirm
 
 # A warning about the measurement.
 THROTTLED = "throttled"                  # the SM clock fell by more than 10% while timing: times are suspect
 
 REJECTING = (MUTATED_INPUTS, STALE_OUTPUT, TIMING_MISMATCH, SLOWED_REFERENCE)
-NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK, LIBRARY_ONLY, UNCLOCKED_TIME)
+NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK, LIBRARY_ONLY, UNCLOCKED_TIME, UNVERIFIED_TIME)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kbench import flags, guards, timing, verdicts
+from kbench import flags, guards, stats, timing, verdicts
 from kbench.fresh import FreshRounds
 from kbench.job import one_line
 from kbench.progress import Context, Stop
@@ -51,6 +51,11 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     if found:
         context.findings.flag(*found)
         context.findings.raise_if_rejected()
+    bound = verdicts.clock_bound(candidate.ms, candidate.wall_ms, reference.ms, reference.wall_ms, floor_ms)
+    print(f"kbench: judge's clock: {bound.describe()}", flush=True)  # the evaluation's log
+    unverified = None if found else verdicts.unverified_gain(bound, stats.median(reference.ms))
+    if unverified:
+        context.findings.flag(*unverified)
     return _record(samples, clocks, timer.name, context)
 
 

@@ -4,21 +4,22 @@ applies the same rules to a judge that died mid-sweep (runner.lost_worker_outcom
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from kbench import flags, stats
 from kbench.results import Outcome, Status, SweepResult, Timing
 
 # The runner's time for the candidate's call, beside the judge's wall time around the same call: the wall
-# time exceeds the runner's time by the protocol's own cost (a stand-in's, timed the same way before the
-# candidate is imported), read at a low quantile (GAP_QUANTILE) on both sides: a busy host only ever adds to a
+# time exceeds the runner's time by the protocol's own cost (the reference's, timed the same way in the same
+# rounds), read at a low quantile (GAP_QUANTILE) on both sides: a busy host only ever adds to a
 # call's gap, while work hidden in every call raises even its smallest gaps. What is left over is time the
 # judge saw and the candidate's timer did not.
 # - Beyond the noting margin (the largest of UNCLOCKED_MIN_MS, or UNCLOCKED_MIN_MS_CPU on a CPU device;
 #   UNCLOCKED_FRACTION of the candidate's time; UNCLOCKED_PROTOCOL_FRACTION of the protocol's cost; twice the
-#   stand-in's own spread below its median) it is the noting flag `unclocked_time`: the speedup is kept out of
-#   trusted figures. Honest kernels were seen up to 0.47 ms and 1.8x their own time past the stand-in on an
-#   H200 (docs/benchmarks.md), so this alone cannot reject.
+#   reference's own spread below its median) it is the noting flag `unclocked_time`: the speedup is kept out of
+#   trusted figures. Honest kernels were seen up to 0.47 ms and 1.8x their own time past the protocol's gap on
+#   an H200 (docs/benchmarks.md), so this alone cannot reject. The noting margin is also the judge's
+#   resolution: a gain over the reference smaller than it is not confirmed (`unverified_time`, noting).
 # - Beyond the rejecting margin (REJECT_MIN_MS, and REJECT_FRACTION of the candidate's time) it is
 #   `timing_mismatch`: work hidden outside the timer (after the clock stopped, on another stream, in a lazy
 #   output), or a timer that lies. Hidden work below it gains at most that margin.
@@ -55,31 +56,65 @@ def sweep_lost(official: Outcome, progress, what: str, strict: bool) -> Outcome:
     return final_outcome(official, sweep, strict)
 
 
-def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float], reference_ms: list[float],
-                   reference_wall_ms: list[float], floor_ms: float = UNCLOCKED_MIN_MS) -> tuple[str, str] | None:
-    """(flag, why) when the runner's times for the candidate's calls do not agree with the judge's clock:
-    flags.TIMING_MISMATCH (rejecting) or flags.UNCLOCKED_TIME (noting); None when they agree. The protocol's own
-    cost is what the judge saw beyond the reference's timer, timed in the same rounds under the same protocol."""
-    if not candidate_ms:
-        return None
-    impossible = [(ms, wall) for ms, wall in zip(candidate_ms, candidate_wall_ms) if ms > wall + CLAIM_SLACK_MS]
-    if impossible:
-        ms, wall = impossible[0]
-        return flags.TIMING_MISMATCH, f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
+@dataclass(frozen=True)
+class ClockBound:
+    """How far the judge's clock bounds the candidate's times (milliseconds per call)."""
+
+    timed: float        # the candidate's median, by its runner's timer
+    protocol: float     # the protocol's own cost: the reference's gap between the judge's clock and its timer
+    unclocked: float    # what the judge saw of the candidate's calls beyond its timer and the protocol
+    noting: float       # unclocked time below this is noise (the judge's resolution)
+    rejecting: float    # unclocked time beyond this is work hidden from the timer, or a lie
+
+    def describe(self) -> str:
+        return (f"candidate {self.timed:.4g} ms by its timer, {self.unclocked:.4g} ms unclocked beyond the "
+                f"protocol's {self.protocol:.4g} ms (noted from {self.noting:.4g} ms, rejected from "
+                f"{self.rejecting:.4g} ms)")
+
+
+def clock_bound(candidate_ms: list[float], candidate_wall_ms: list[float], reference_ms: list[float],
+                reference_wall_ms: list[float], floor_ms: float = UNCLOCKED_MIN_MS) -> ClockBound:
+    """The judge's bound on the candidate's times. The protocol's own cost is what the judge saw beyond the
+    reference's timer, timed in the same rounds under the same protocol."""
     gaps = [wall - ms for ms, wall in zip(reference_ms, reference_wall_ms)] or [0.0]
     protocol = low_quantile(gaps)
     timed = stats.median(candidate_ms)
     unclocked = low_quantile([wall - ms for ms, wall in zip(candidate_ms, candidate_wall_ms)]) - protocol
     noting = max(floor_ms, UNCLOCKED_FRACTION * timed, UNCLOCKED_PROTOCOL_FRACTION * protocol,
                  2 * (stats.median(gaps) - protocol))
-    rejecting = max(REJECT_MIN_MS, REJECT_FRACTION * timed, noting)
-    why = (f"the judge saw each call take {unclocked:.3g} ms more than the {timed:.3g} ms the candidate's timer "
-           f"reported, beyond the protocol's own {protocol:.3g} ms")
-    if unclocked > rejecting:
-        return flags.TIMING_MISMATCH, f"work outside the candidate's timer: {why} (rejected from {rejecting:.3g} ms)"
-    if unclocked > noting:
-        return flags.UNCLOCKED_TIME, f"time outside the candidate's timer: {why} (noted from {noting:.3g} ms)"
+    return ClockBound(timed, protocol, unclocked, noting, max(REJECT_MIN_MS, REJECT_FRACTION * timed, noting))
+
+
+def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float], reference_ms: list[float],
+                   reference_wall_ms: list[float], floor_ms: float = UNCLOCKED_MIN_MS) -> tuple[str, str] | None:
+    """(flag, why) when the runner's times for the candidate's calls do not agree with the judge's clock:
+    flags.TIMING_MISMATCH (rejecting) or flags.UNCLOCKED_TIME (noting); None when they agree."""
+    if not candidate_ms:
+        return None
+    impossible = [(ms, wall) for ms, wall in zip(candidate_ms, candidate_wall_ms) if ms > wall + CLAIM_SLACK_MS]
+    if impossible:
+        ms, wall = impossible[0]
+        return flags.TIMING_MISMATCH, f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
+    bound = clock_bound(candidate_ms, candidate_wall_ms, reference_ms, reference_wall_ms, floor_ms)
+    why = (f"the judge saw each call take {bound.unclocked:.3g} ms more than the {bound.timed:.3g} ms the "
+           f"candidate's timer reported, beyond the protocol's own {bound.protocol:.3g} ms")
+    if bound.unclocked > bound.rejecting:
+        return flags.TIMING_MISMATCH, f"work outside the candidate's timer: {why} (rejected from {bound.rejecting:.3g} ms)"
+    if bound.unclocked > bound.noting:
+        return flags.UNCLOCKED_TIME, f"time outside the candidate's timer: {why} (noted from {bound.noting:.3g} ms)"
     return None
+
+
+def unverified_gain(bound: ClockBound, reference_median_ms: float) -> tuple[str, str] | None:
+    """(flags.UNVERIFIED_TIME, why) when the candidate is faster than the reference by its timer, but not by
+    more than the judge's resolution: work that much longer, hidden from the timer, would go unseen, so the
+    gain is not confirmed (kept out of trusted figures). Short kernels meet this; so does a timer that lies
+    by less than the resolution."""
+    if bound.timed >= reference_median_ms or bound.timed + bound.noting < reference_median_ms:
+        return None
+    return flags.UNVERIFIED_TIME, (f"faster by its timer ({bound.timed:.3g} ms against the reference's "
+                                   f"{reference_median_ms:.3g} ms), but within the judge's clock's resolution "
+                                   f"({bound.noting:.3g} ms): the gain is not confirmed")
 
 
 def low_quantile(values: list[float]) -> float:
