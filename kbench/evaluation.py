@@ -14,7 +14,7 @@ import torch
 
 from kbench import guards, params, verdicts
 from kbench.build import versions_tag
-from kbench.job import Job, one_line
+from kbench.job import PHASES_BEFORE_THE_CANDIDATE, Job, one_line
 from kbench.verdicts import final_outcome
 from kbench.loading import build_reference, call_reference, input_maker, load_problem
 from kbench.measure import measure, time_alone
@@ -30,9 +30,6 @@ from kbench.trials import run_trials
 # Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
 _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
                      "Found no NVIDIA", "CUDA driver", "cuda runtime")
-
-
-_BEFORE_THE_CANDIDATE = ("starting", "loading problem", "running the reference", "timing the reference alone")
 
 
 def judge(job: Job, device: torch.device, progress: Progress, environment: dict, runners: Runners) -> Outcome:
@@ -58,7 +55,7 @@ def _decided(job: Job, context: Context, finish) -> Outcome:
         return finish(_stages(job, context, finish))
     except RunnerDied as died:
         stop = failure_of(died, progress.record.phase)
-        if progress.record.phase in _BEFORE_THE_CANDIDATE or died.runner is context.reference_runner:
+        if progress.record.phase in PHASES_BEFORE_THE_CANDIDATE or died.runner is context.reference_runner:
             stop = Stop(Status.INFRA_ERROR, stop.message)  # nothing of the candidate's ran in it
         return finish(_after_official(stop, context) or context.findings.outcome(stop.status, message=stop.message,
                                                                                  check=context.check))
@@ -84,7 +81,7 @@ def _unexpected(error: Exception, context: Context) -> Outcome:
     phase, what = context.progress.record.phase, one_line(error)
     if context.official is not None:
         return verdicts.sweep_lost(context.official, context.progress.record, what, context.config.strict)
-    status = Status.REFERENCE_ERROR if phase in _BEFORE_THE_CANDIDATE else Status.RUNTIME_ERROR
+    status = Status.REFERENCE_ERROR if phase in PHASES_BEFORE_THE_CANDIDATE else Status.RUNTIME_ERROR
     return context.findings.outcome(status, message=f"failed while {phase}: {what}", check=context.check)
 
 
@@ -153,7 +150,7 @@ def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> t
     config = context.config
     context.progress.enter("timing the reference alone")
     timed = new_stand_in(context.reference_runner, job.problem_path, config.policy, reference.init_inputs,
-                         config.seed, context.overrides)
+                         config.seed, context.overrides, job.log_path)
     if not (config.guards and context.device.type == "cuda"):
         return timed, None
     with context.progress.spent("guard: reference alone"):

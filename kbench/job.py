@@ -50,6 +50,10 @@ class SweepCounts:
     total: int = 0             # configurations asked for
 
 
+# The judge's phases before the candidate's code exists anywhere: a failure in them is never the candidate's.
+PHASES_BEFORE_THE_CANDIDATE = ("starting", "loading problem", "running the reference", "timing the reference alone")
+
+
 @dataclass(frozen=True)
 class ProgressRecord:
     """The worker's progress file."""

@@ -163,11 +163,11 @@ def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides
 
 
 def new_stand_in(runner: RunnerProcess, problem_path: str, policy: str, init_inputs: list, seed: int,
-                 overrides: dict) -> RemoteModel:
+                 overrides: dict, log_path: str = "") -> RemoteModel:
     """The problem's own Model built in the reference's runner, right after `seed` as the judge's was: the
-    reference the timing loop times (measure.py)."""
+    reference the timing loop times (measure.py). The runner's output goes to `log_path` from then on."""
     return _built(RemoteModel(runner, "stand_in", of_reference=True), "stand_in", init_inputs, seed, overrides,
-                  problem=problem_path, policy=policy)
+                  problem=problem_path, policy=policy, log_path=log_path)
 
 
 def _built(model: RemoteModel, op: str, init_inputs: list, seed: int, overrides: dict, **fields) -> RemoteModel:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from kbench.config import RunConfig
-from kbench.job import Job, ProgressRecord
+from kbench.job import PHASES_BEFORE_THE_CANDIDATE, Job, ProgressRecord
 from kbench.pool import kill_session, signal_name, worker_pool
 from kbench.problem import describe_overrides
 from kbench.results import Identity, Outcome, Result, Status
@@ -124,6 +124,8 @@ def lost_worker_outcome(progress: ProgressRecord, returncode: int | None, config
         # The official verdict was already in; only the sweep configuration being run was lost, and it
         # counts as run and failed.
         return sweep_lost(progress.provisional, progress, what, config.strict)
+    if phase in PHASES_BEFORE_THE_CANDIDATE:  # nothing of the candidate's ran yet: not its crash or hang
+        return Outcome(status=Status.INFRA_ERROR, message=what, build_s=progress.build_s, sizes=sizes)
     status = Status.TIMEOUT if returncode is None else Status.CRASHED
     return Outcome(status=status, message=what, build_s=progress.build_s, flags=progress.flags, sizes=sizes)
 

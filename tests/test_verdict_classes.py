@@ -150,3 +150,19 @@ def test_a_run_whose_every_result_is_skipped_ends_without_a_traceback(tmp_path, 
                                capture_output=True, text=True, timeout=300)
     assert completed.returncode == 1 and "skipped" in completed.stdout
     assert "Traceback" not in completed.stderr and "cannot schedule" not in completed.stderr, completed.stderr
+
+
+def test_a_judge_lost_before_the_candidate_existed_is_infra_error_not_its_crash(tmp_path):
+    from kbench.config import RunConfig
+    from kbench.job import ProgressRecord
+    from kbench.runner import lost_worker_outcome
+
+    config = RunConfig(device="cpu", cache_dir=tmp_path)
+    for phase in ("starting", "running the reference", "timing the reference alone"):
+        for returncode in (1, -9, None):
+            lost = lost_worker_outcome(ProgressRecord(phase=phase), returncode, config, tmp_path / "log")
+            assert lost.status == Status.INFRA_ERROR, (phase, returncode, lost)
+    assert lost_worker_outcome(ProgressRecord(phase="checking"), -11, config, tmp_path / "log").status == \
+        Status.CRASHED
+    assert lost_worker_outcome(ProgressRecord(phase="checking"), None, config, tmp_path / "log").status == \
+        Status.TIMEOUT

@@ -110,9 +110,11 @@ class Runner:
         return self.problem
 
     def _stand_in(self, message: dict) -> dict:
-        """The problem's own Model, built here before the candidate is imported: the judge times it under the
-        candidate's protocol to learn what the protocol costs when nothing is hidden (measure.calibrate)."""
+        """The problem's own Model, built in the reference's runner: the reference the judge times under the
+        candidate's protocol (measure.py)."""
         from kbench.problem import overridden
+        if message.get("log_path"):
+            _redirect_output(message["log_path"])
         problem = self._problem(message)
         init = [self._argument(item) for item in message["init"]]
         with overridden(problem, wire.decode_value(message.get("overrides", {}))):
