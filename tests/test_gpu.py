@@ -97,7 +97,8 @@ AXPY = REPO / "tests" / "fixtures" / "problems" / "axpy.py"
 CONVT_SMALL = CHEATS / "problems" / "convt1d_small.py"
 # (fixture, problem, acceptable verdicts, flag that must be present or None)
 GPU_CHEATS = [
-    # Work left on another stream shows on the judge's clock; at axpy's size (0.15 ms) it is noted, not rejected.
+    # Work left on another stream shows on the judge's clock; at axpy's size (0.15 ms) it is within the judge's
+    # resolution: a gain it claims is not confirmed (unverified_time), or it is noted (unclocked_time).
     ("side_stream.py", AXPY, {Status.REJECTED, Status.CORRECT}, None),
     ("thread_side.py", AXPY, {Status.REJECTED, Status.INCORRECT, Status.CORRECT}, None),
     ("uninit_reuse.py", AXPY, {Status.INCORRECT, Status.REJECTED}, None),
@@ -121,7 +122,8 @@ def test_gpu_cheats_are_caught_and_honest_kernels_pass(cheat_results, name, prob
     assert result.status in statuses, (result.status, result.message)
     if name in ("side_stream.py", "thread_side.py") and result.status == Status.CORRECT:
         # No gain: slower than the reference, or its time kept out of trusted figures.
-        assert result.speedup < 1 or {"unclocked_time", "timing_mismatch"} & set(result.flags), result.message
+        assert result.speedup < 1 or {"unclocked_time", "unverified_time", "timing_mismatch"} & set(result.flags), \
+            result.message
     if flag:
         assert flag in result.flags, result.message
     if statuses == {Status.CORRECT}:
