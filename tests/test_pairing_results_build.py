@@ -9,6 +9,7 @@ import pytest
 from kbench.build import first_error_line
 from kbench.results import (CheckResult, ClockRecord, Identity, Outcome, Result, SweepResult, Timing, append_row,
                             read_rows)
+from kbench.runner import identify
 from kbench.solution import PairingError, Solution, pair_problem
 
 
@@ -132,3 +133,42 @@ def test_a_declared_level_keeps_a_problem_from_another_level(tmp_path):
     with pytest.raises(PairingError):
         pair_problem(tmp_path / "level_2_problem_12_sample_0_kernel.py", [tmp_path])
     assert pair_problem(tmp_path / "level_1_problem_12_sample_0_kernel.py", [tmp_path]).name == "12_relu.py"
+
+
+def test_the_solution_s_folder_names_its_problem_before_its_file_name(tree):
+    (tree / "problems" / "gelu.py").write_text("# problem\n")
+    assert pair_problem(tree / "solutions" / "convt1d" / "gelu.py", [tree / "problems"]).name == "convt1d.py"
+
+
+def test_resume_runs_again_what_only_an_infra_error_recorded(tmp_path, tree):
+    from kbench.config import RunConfig
+    from kbench.sweep import select_pairs
+
+    solution = tree / "solutions" / "convt1d.py"
+    solution.write_text("# candidate\n")
+    config = RunConfig(device="cpu", cache_dir=tmp_path / "cache")
+    pairs, _, _ = select_pairs(tree / "problems", tree / "solutions", (), None, None, config, "cpu")
+    assert any(found == solution for _, found in pairs)
+    problem = next(problem for problem, found in pairs if found == solution)
+
+    def recorded(status: str) -> Path:
+        csv_path = tmp_path / f"{status}.csv"
+        result = Result.of(identify(problem, solution, config, "cpu"), Outcome(status=status))
+        append_row(csv_path, result.to_row())
+        return csv_path
+    for status, runs_again in (("infra_error", True), ("crashed", False), ("correct", False)):
+        pairs, _, skipped = select_pairs(tree / "problems", tree / "solutions", (), None, recorded(status), config,
+                                         "cpu")
+        assert any(found == solution for _, found in pairs) == runs_again, status
+        assert skipped == (0 if runs_again else 1), status
+
+
+def test_flags_survive_the_csv_both_ways(tmp_path):
+    import kbench
+    from kbench import summary
+
+    result = Result(problem="p", solution="s.py", status="correct", flags=("sweep_failed", "calls_reference_op"))
+    append_row(tmp_path / "r.csv", result.to_row())
+    assert kbench.read_results(tmp_path / "r.csv")["flags"][0] == ["sweep_failed", "calls_reference_op"]
+    row = summary.load(tmp_path / "r.csv").iloc[0]
+    assert summary.disqualifying_flags(row) == ["sweep_failed", "calls_reference_op"]

@@ -148,3 +148,9 @@ def test_every_side_is_sampled_in_turn_and_all_must_be_precise():
                                  HostTimer(clock), rule, clock=clock)
     assert order[:9] == ["a", "b", "c"] * 3
     assert [len(s.ms) for s in samples] == [20, 20, 20]  # the noisy side keeps everyone sampling
+
+
+def test_the_median_error_reads_the_order_statistics_sqrt_n_over_two_from_the_middle():
+    # 1..100: middle 50.5; sqrt(100)/2 = 5 ranks either side: the 45th and 56th values.
+    assert stats.median_relative_error([float(value) for value in range(1, 101)]) == \
+        pytest.approx((56 - 45) / 2 / 50.5)
