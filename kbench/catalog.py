@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from kbench.names import natural_key, natural_sorted
-from kbench.solution import find_pairs, problem_files
+from kbench.solution import find_pairs, folder_level, problem_files
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,9 @@ def describe_problems(problems_dir: Path, solutions_dir: Path) -> list[ProblemEn
         try:
             module = load_module(path, "kbench_list")
             space, declared = params.sweep_space(module)
-            kernelbench = ""
-            if hasattr(module, "KERNELBENCH_ID"):
-                kernelbench = (f"L{getattr(module, 'KERNELBENCH_LEVEL', 1)} #{module.KERNELBENCH_ID} "
-                               f"{getattr(module, 'KERNELBENCH_NAME', '')}").strip()
+            kernelbench = kernelbench_label(path, module)
             entries.append(ProblemEntry(
-                name=path.stem, path=str(path), family=getattr(module, "KBENCH_FAMILY", ""),
+                name=path.stem, path=str(path), family=getattr(module, "KBENCH_FAMILY", "") or family_of(path),
                 kernelbench=kernelbench, sizes=params.parameter_globals(module), sweep=space,
                 sweep_declared=declared, small=params.small_overrides(module), solutions=solutions))
         except Exception as error:  # one broken file must not hide the others
@@ -47,6 +45,39 @@ def describe_problems(problems_dir: Path, solutions_dir: Path) -> list[ProblemEn
                                         sweep={}, sweep_declared=False, small={}, solutions=solutions,
                                         error=f"{type(error).__name__}: {error}"))
     return entries
+
+
+def kernelbench_label(path: Path, module) -> str:
+    """"L1 #64 64_conv_transposed_1D": from KERNELBENCH_ID (and _LEVEL, _NAME), or from a KernelBench file's own
+    name in its level<N>/ folder; "" for other problems."""
+    if hasattr(module, "KERNELBENCH_ID"):
+        return (f"L{getattr(module, 'KERNELBENCH_LEVEL', 1)} #{module.KERNELBENCH_ID} "
+                f"{getattr(module, 'KERNELBENCH_NAME', '')}").strip()
+    level, number = folder_level(path.parent), re.match(r"^(\d+)_", path.name)
+    return f"L{level} #{number.group(1)}" if level is not None and number else ""
+
+
+# A KernelBench problem's family, from words in its name (first match wins); else its level's kind.
+_FAMILY_WORDS = [("conv_transpose", "conv transposed"), ("conv", "conv"), ("matmul", "matmul"),
+                 ("matrix", "matmul"), ("gemm", "matmul"), ("pool", "pooling"), ("norm", "normalization"),
+                 ("loss", "loss"), ("attention", "attention"), ("softmax", "activation"), ("relu", "activation"),
+                 ("gelu", "activation"), ("sigmoid", "activation"), ("tanh", "activation"), ("swish", "activation"),
+                 ("elu", "activation"), ("softplus", "activation"), ("softsign", "activation"),
+                 ("reduction", "reduction"), ("argm", "reduction"), ("cum", "scan")]
+_LEVEL_KINDS = {1: "operator", 2: "fusion", 3: "architecture", 4: "model"}
+
+
+def family_of(path: Path) -> str:
+    """The family of a KernelBench problem file (in a level<N>/ folder); "" for other files."""
+    level = folder_level(path.parent)
+    if level is None:
+        return ""
+    if level == 1:
+        name = path.stem.lower()
+        for word, family in _FAMILY_WORDS:
+            if word in name:
+                return family
+    return _LEVEL_KINDS.get(level, "")
 
 
 def _paired_solutions(problems_dir: Path, solutions_dir: Path) -> dict[Path, list[str]]:

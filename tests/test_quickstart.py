@@ -42,3 +42,11 @@ def test_readme_quickstart_runs_as_written(tmp_path, cache_dir):
     assert reported.returncode == 0, reported.stderr
     for expected in ("swish", "hardswish.py", "failures", "trusted", "KernelBench"):
         assert expected in reported.stdout
+
+
+def test_the_install_block_gets_the_cpu_build_before_anything_else():
+    """A bare `pip install torch` first would fetch gigabytes of CUDA packages on a machine without a GPU."""
+    install = (REPO / "README.md").read_text().split("## Install", 1)[1].split("```")[1]
+    torch_lines = [line for line in install.splitlines() if "pip install torch" in line]
+    assert torch_lines and "whl/cpu" in torch_lines[0], install
+    assert install.index("whl/cpu") < install.index("pip install -e")

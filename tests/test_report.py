@@ -195,3 +195,18 @@ def test_plot_grows_with_the_problems_and_labels_speedups_exactly(tmp_path):
         plot_best(result.best, tmp_path / f"{count}.png", plot_title(result))
         sizes.append(png_size(tmp_path / f"{count}.png"))
     assert sizes[0][0] == sizes[1][0] and sizes[1][1] > 5 * sizes[0][1]
+
+
+def test_list_names_kernelbench_files_level_id_and_family(tmp_path):
+    from kbench.catalog import describe_problems
+
+    problem = ("import torch\nimport torch.nn as nn\nn = 8\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+               "        return torch.relu(x)\n\ndef get_inputs():\n    return [torch.rand(n)]\n\n"
+               "def get_init_inputs():\n    return []\n")
+    for folder, name in (("level1", "19_ReLU.py"), ("level2", "12_Gemm_Multiply_LeakyReLU.py")):
+        (tmp_path / "kb" / folder).mkdir(parents=True)
+        (tmp_path / "kb" / folder / name).write_text(problem)
+    entries = {entry.name: entry for entry in describe_problems(tmp_path / "kb", tmp_path / "none")}
+    assert (entries["19_ReLU"].kernelbench, entries["19_ReLU"].family) == ("L1 #19", "activation")
+    assert (entries["12_Gemm_Multiply_LeakyReLU"].kernelbench,
+            entries["12_Gemm_Multiply_LeakyReLU"].family) == ("L2 #12", "fusion")
