@@ -1,8 +1,8 @@
 """Flag names: what the guards found. Torch-free, so the parent reads them without importing the worker.
 
 REJECTING flags turn a result into `rejected` (it never counts as correct or fast); NOTING flags are
-shown and become `incorrect` only under --strict. THROTTLED is about the measurement, not the candidate:
-shown, never a verdict.
+shown and become `incorrect` only under --strict. MEASUREMENT flags are about the measurement, not the
+candidate: shown, never a verdict (`unverified_time` keeps the speedup out of trusted figures, `throttled` not).
 """
 
 # Rejecting flags.
@@ -17,10 +17,11 @@ LOW_PRECISION = "low_precision"          # error against float64 truth >= 10x th
 WEAK_CHECK = "weak_check"                # reference output nearly constant or nearly zero
 LIBRARY_ONLY = "library_only"            # no kernel of its own did a meaningful share of the GPU work (a decoy?)
 UNCLOCKED_TIME = "unclocked_time"        # the judge's clock saw more than the candidate's timer, below rejection
+
+# Warnings about the measurement.
+THROTTLED = "throttled"                  # the SM clock fell by more than 10% while timing: times are suspect
 UNVERIFIED_TIME = "unverified_time"      # faster than the reference by less than the judge's clock can confirm
 
-# A warning about the measurement.
-THROTTLED = "throttled"                  # the SM clock fell by more than 10% while timing: times are suspect
-
 REJECTING = (MUTATED_INPUTS, STALE_OUTPUT, TIMING_MISMATCH, SLOWED_REFERENCE)
-NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK, LIBRARY_ONLY, UNCLOCKED_TIME, UNVERIFIED_TIME)
+NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK, LIBRARY_ONLY, UNCLOCKED_TIME)
+MEASUREMENT = (THROTTLED, UNVERIFIED_TIME)

@@ -22,7 +22,7 @@ from kbench.names import natural_key
 
 # fast_p thresholds: the share of problems with a correct solution faster than p times the reference.
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
-# Flags that say nothing against the candidate; every other flag keeps a result out of trusted fast_p.
+# Flags that leave a result in trusted fast_p (throttled: the GPU, not the candidate); every other flag keeps it out.
 HARMLESS_FLAGS = frozenset({"throttled"})
 BEST_COLUMNS = ["problem", "solutions", "correct", "best_solution", "best_speedup", "ref_median_ms",
                 "cand_median_ms", "best_flags", "outcome"]

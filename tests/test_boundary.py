@@ -118,7 +118,9 @@ def test_honest_but_unusual_candidates_are_correct_with_no_flag(tmp_path, soluti
     reference does (tests/fixtures/honest/README.md): recording their ops does not change what they run."""
     config = RunConfig(device="cpu", cache_dir=tmp_path, timeout_s=300, time_budget_s=0.3, min_samples=5, sweep=2)
     result = evaluate(problem, HONEST / solution, config)
-    assert result.status == Status.CORRECT and not result.flags, (result.status, result.flags, result.message)
+    # A flag about the measurement (the judge's resolution on a CPU) is not about the candidate.
+    blaming = set(result.flags) - set(flags.MEASUREMENT)
+    assert result.status == Status.CORRECT and not blaming, (result.status, result.flags, result.message)
 
 
 KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench"

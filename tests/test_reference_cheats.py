@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from kbench import flags
 from kbench.config import RunConfig
 from kbench.flags import LIBRARY_ONLY, REJECTING, SLOWED_REFERENCE
 from kbench.results import Status
@@ -45,7 +46,8 @@ def test_behaving_differently_while_timed_is_stale_output(config):
 def test_honest_look_alikes_stay_clean(config, solution, problem):
     result = evaluate(problem, CHEATS / solution, config)
     assert result.status == Status.CORRECT, result.message
-    assert result.flags == (), result.message
+    # A flag about the measurement (the judge's resolution, a throttled GPU) is not about the candidate.
+    assert not set(result.flags) - set(flags.MEASUREMENT), result.message
     if solution == "honest_fast.py":
         assert result.speedup > 1
 
