@@ -17,7 +17,7 @@ from kbench.config import PYTORCH_DEFAULT, STRICT_FP32, RunConfig, default_cache
 from kbench.report import FAILURES_SHOWN, results_table
 from kbench.results import Status
 from kbench.solution import PairingError, default_problem_dirs, pair_problem
-from kbench.terminal import print_report, print_summary, run_with_progress, wide_console
+from kbench.terminal import print_report, print_summary, run_with_progress, warn_if_noisy, wide_console
 
 EXIT_ALL_CORRECT, EXIT_SOME_NOT_CORRECT = 0, 1  # usage errors exit 2 through click
 
@@ -144,6 +144,7 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
         console = wide_console()
         console.print(results_table(results, title=f"kbench eval on {device}", width=console.width))
         Console(stderr=True).print(f"results appended to {out}")
+    warn_if_noisy(results)
     sys.exit(_exit_code(results))
 
 
@@ -209,6 +210,7 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
     else:
         print_report(out, run_id)
         console.print(f"{len(results)} results appended to {out} (run {run_id})")
+    warn_if_noisy(results)
     sys.exit(EXIT_SOME_NOT_CORRECT if unpaired else _exit_code(results))
 
 

@@ -2,7 +2,8 @@
 
 REJECTING flags turn a result into `rejected` (it never counts as correct or fast); NOTING flags are
 shown and become `incorrect` only under --strict. MEASUREMENT flags are about the measurement, not the
-candidate: shown, never a verdict (`unverified_time` keeps the speedup out of trusted figures, `throttled` not).
+candidate: shown, never a verdict (`unverified_time` and `noisy_timing` keep the speedup out of trusted figures
+and of "best solution", `throttled` not).
 """
 
 # Rejecting flags.
@@ -21,7 +22,8 @@ UNCLOCKED_TIME = "unclocked_time"        # the judge's clock saw more than the c
 # Warnings about the measurement.
 THROTTLED = "throttled"                  # the SM clock fell by more than 10% while timing: times are suspect
 UNVERIFIED_TIME = "unverified_time"      # faster than the reference by less than the judge's clock can confirm
+NOISY_TIMING = "noisy_timing"            # times spread too widely to trust the speedup (a busy machine)
 
 REJECTING = (MUTATED_INPUTS, STALE_OUTPUT, TIMING_MISMATCH, SLOWED_REFERENCE)
 NOTING = (SWEEP_FAILED, CALLS_REFERENCE_OP, LOW_PRECISION, WEAK_CHECK, LIBRARY_ONLY, UNCLOCKED_TIME)
-MEASUREMENT = (THROTTLED, UNVERIFIED_TIME)
+MEASUREMENT = (THROTTLED, UNVERIFIED_TIME, NOISY_TIMING)

@@ -54,8 +54,9 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     bound = verdicts.clock_bound(candidate.ms, candidate.wall_ms, reference.ms, reference.wall_ms, floor_ms)
     print(f"kbench: judge's clock: {bound.describe()}", flush=True)  # the evaluation's log
     unverified = None if found else verdicts.unverified_gain(bound, stats.median(reference.ms))
-    if unverified:
-        context.findings.flag(*unverified)
+    for warning in (unverified, verdicts.noisy_timing(reference.ms, candidate.ms)):
+        if warning:
+            context.findings.flag(*warning)
     return _record(samples, clocks, timer.name, context)
 
 

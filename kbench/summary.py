@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from kbench import stats
+from kbench import flags, stats
 from kbench.results import Status
 from kbench.names import natural_key
 
 # fast_p thresholds: the share of problems with a correct solution faster than p times the reference.
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 # Flags that leave a result in trusted fast_p (throttled: the GPU, not the candidate); every other flag keeps it out.
-HARMLESS_FLAGS = frozenset({"throttled"})
+HARMLESS_FLAGS = frozenset({flags.THROTTLED})
 BEST_COLUMNS = ["problem", "solutions", "correct", "best_solution", "best_speedup", "ref_median_ms",
                 "cand_median_ms", "best_flags", "outcome"]
 FAILURE_COLUMNS = ["status", "problem", "solution", "reason"]
@@ -82,18 +82,19 @@ def best_per_problem(frame: pd.DataFrame) -> pd.DataFrame:
 def _best_row(problem: str, group: pd.DataFrame) -> dict:
     correct = group[group["status"] == Status.CORRECT]
     timed = correct.dropna(subset=["speedup"])
+    timed = timed[~_column(timed, "flags").str.contains(flags.NOISY_TIMING, regex=False)]  # never the best: noise
     best = timed.loc[timed["speedup"].idxmax()] if not timed.empty else (
         correct.iloc[0] if not correct.empty else None)
     row = {"problem": problem, "solutions": len(group), "correct": len(correct)}
     if best is None:
         return {**row, "outcome": group["status"].value_counts().idxmax()}
     number = lambda column: float(best[column]) if column in best and pd.notna(best[column]) else None
-    flags = disqualifying_flags(best)
+    raised = disqualifying_flags(best)
     speedup = number("speedup")
-    outcome = "flagged" if flags else "untimed" if speedup is None else "faster" if speedup >= 1 else "slower"
+    outcome = "flagged" if raised else "untimed" if speedup is None else "faster" if speedup >= 1 else "slower"
     return {**row, "best_solution": best["solution"], "best_speedup": speedup,
             "ref_median_ms": number("ref_median_ms"), "cand_median_ms": number("cand_median_ms"),
-            "best_flags": ";".join(flags) or None, "outcome": outcome}
+            "best_flags": ";".join(raised) or None, "outcome": outcome}
 
 
 def status_counts(frame: pd.DataFrame) -> dict[str, int]:

@@ -92,6 +92,18 @@ class _WorkerLines:
                 self.progress.update(line, description=description)
 
 
+def warn_if_noisy(results) -> None:
+    """After a run: results timed on a busy machine, and what to do (their rows say `noisy_timing`)."""
+    from kbench.flags import NOISY_TIMING
+
+    noisy = [result for result in results if NOISY_TIMING in result.flags]
+    if noisy:
+        Console(stderr=True).print(
+            f"[yellow]Warning: {len(noisy)} result(s) timed with times spread too widely to trust their speedups "
+            "(flag noisy_timing; kept out of best solution and trusted fast_p). Other work was running: re-run "
+            "them on a quiet machine.[/yellow]", soft_wrap=True)
+
+
 def print_report(out: Path, run_id: str) -> None:
     from kbench import summary
 

@@ -117,6 +117,24 @@ def unverified_gain(bound: ClockBound, reference_median_ms: float) -> tuple[str,
                                    f"({bound.noting:.3g} ms): the gain is not confirmed")
 
 
+# Either side's interquartile range beyond this share of its median: the machine was too busy for the speedup
+# to mean much (a quiet GPU spreads by about 1%).
+NOISY_SPREAD = 0.5
+
+
+def noisy_timing(reference_ms: list[float], candidate_ms: list[float]) -> tuple[str, str] | None:
+    """(flags.NOISY_TIMING, why) when the reference's or the candidate's times spread too widely to trust their
+    ratio; None otherwise."""
+    spreads = {side: stats.iqr(samples) / stats.median(samples)
+               for side, samples in (("reference", reference_ms), ("candidate", candidate_ms))
+               if len(samples) >= 2 and stats.median(samples) > 0}
+    side, spread = max(spreads.items(), key=lambda item: item[1], default=("", 0.0))
+    if spread <= NOISY_SPREAD:
+        return None
+    return flags.NOISY_TIMING, (f"the {side}'s times spread by {spread:.0%} of their median (interquartile range): "
+                                "a busy machine; re-run on a quiet one before trusting the speedup")
+
+
 def low_quantile(values: list[float]) -> float:
     """The GAP_QUANTILE quantile (the smallest value of fewer than 1 / GAP_QUANTILE)."""
     ordered = sorted(values)

@@ -210,3 +210,35 @@ def test_list_names_kernelbench_files_level_id_and_family(tmp_path):
     assert (entries["19_ReLU"].kernelbench, entries["19_ReLU"].family) == ("L1 #19", "activation")
     assert (entries["12_Gemm_Multiply_LeakyReLU"].kernelbench,
             entries["12_Gemm_Multiply_LeakyReLU"].family) == ("L2 #12", "fusion")
+
+
+def test_a_noisy_row_is_never_the_best_solution_nor_trusted(tmp_path):
+    rows = [{"problem": "a", "solution": "a_noisy.py", "status": "correct", "speedup": 9.0, "flags": "noisy_timing"},
+            {"problem": "a", "solution": "a_quiet.py", "status": "correct", "speedup": 1.2}]
+    result = summary.summarise(summary.load(rows_csv(tmp_path, rows)))
+    best = result.best.iloc[0]
+    assert best["best_solution"] == "a_quiet.py" and best["best_speedup"] == 1.2
+    frame = summary.load(rows_csv(tmp_path, rows[:1]))
+    assert summary.fast_p_trusted(frame)[1.0] == 0.0
+
+
+def test_noisy_timing_needs_a_spread_past_half_the_median():
+    from kbench import flags
+    from kbench.verdicts import noisy_timing
+
+    quiet = [1.0, 1.01, 0.99, 1.02, 1.0, 0.98]
+    busy = [1.0, 28.0, 0.2, 15.0, 40.0, 3.0]
+    assert noisy_timing(quiet, quiet) is None
+    flag, why = noisy_timing(busy, quiet)
+    assert flag == flags.NOISY_TIMING and "reference" in why and "quiet" in why
+    assert noisy_timing(quiet, busy)[0] == flags.NOISY_TIMING
+
+
+def test_the_terminal_says_to_rerun_noisy_results_on_a_quiet_machine(capsys):
+    from kbench.terminal import warn_if_noisy
+
+    warn_if_noisy([Result(problem="a", solution="a.py", status="correct", flags=("noisy_timing",)),
+                   Result(problem="b", solution="b.py", status="correct")])
+    assert "1 result(s)" in capsys.readouterr().err
+    warn_if_noisy([Result(problem="b", solution="b.py", status="correct")])
+    assert capsys.readouterr().err == ""
