@@ -174,15 +174,17 @@ def problems_table(entries, width: int | None = None) -> Table:
             return Text("")
         return Text(("declared: " if entry.sweep_declared else "derived: ") + ", ".join(entry.sweep))
 
+    solutions = [Text("\n".join(entry.solutions) or "-") for entry in entries]
+    names = max((len(name) for entry in entries for name in entry.solutions), default=0)
     sizes = [Text(entry.error, style="red") if entry.error else
              Text(" ".join(f"{name}={value}" for name, value in entry.sizes.items())) for entry in entries]
     columns = [
-        Column("problem", [entry.name for entry in entries], wrap=True),
+        Column("problem", [short_problem(entry.name, PROBLEM_WIDTH) for entry in entries]),
         Column("family", [entry.family for entry in entries], drop=3),
         Column("KernelBench", [entry.kernelbench for entry in entries], wrap=True, drop=4),
         Column("official sizes", sizes, wrap=True, drop=1),
         Column("sweep space", [sweep(entry) for entry in entries], wrap=True, drop=2),
-        Column("solutions", [Text("\n".join(entry.solutions) or "-") for entry in entries], wrap=True),
+        Column("solutions", solutions, wrap=True, least=max(WRAP_MIN, min(40, names))),  # a name whole
     ]
     return fitted_table(columns, width)
 

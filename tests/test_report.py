@@ -242,3 +242,16 @@ def test_the_terminal_says_to_rerun_noisy_results_on_a_quiet_machine(capsys):
     assert "1 result(s)" in capsys.readouterr().err
     warn_if_noisy([Result(problem="b", solution="b.py", status="correct")])
     assert capsys.readouterr().err == ""
+
+
+def test_list_keeps_solution_names_whole_at_80_columns(tmp_path):
+    from kbench.catalog import describe_problems
+    from kbench.report import problems_table
+
+    (tmp_path / "kb" / "level1").mkdir(parents=True)
+    (tmp_path / "kb" / "level1" / f"{LONG}.py").write_text("import torch\nbatch_size = 16\n")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "level_1_problem_75_sample_0_kernel.py").write_text("# candidate\n")
+    text = render([problems_table(describe_problems(tmp_path / "kb", tmp_path / "runs"), width=80)], 80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "level_1_problem_75_sample_0_kernel.py" in text and "75 convT 2D" in text
