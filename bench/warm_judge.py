@@ -6,7 +6,7 @@ second batch new candidates, so builds are not what is measured), and the second
 RUN_FOLDER holds KernelBench run files (level_<L>_problem_<ID>_sample_<S>_kernel.py), paired by level and id with
 KERNELBENCH_ROOT's problems; the first 2 x --per-batch files that pair are used, as source text (a training
 loop holds the text, not files). Every batch is built cold (a fresh build cache per batch). Prints, per batch,
-its wall time, the sum of its builds' and evaluations' own times, and the overhead per candidate beyond them.
+its wall time, its longest build, its evaluations' summed time, and the overhead per candidate beyond them.
 """
 
 from __future__ import annotations
@@ -25,20 +25,24 @@ from kbench.solution import find_pairs
 
 
 def own_seconds(results) -> tuple[float, float]:
-    """(build seconds, evaluation seconds) the results report themselves."""
-    builds = sum(result.build_s or 0.0 for result in results if not result.build_reused)
-    evaluations = sum(max(0.0, (result.wall_s or 0.0) - (result.build_s or 0.0)) for result in results)
-    return builds, evaluations
+    """(the longest build, the evaluations' summed wall time). In a batch the builds run first, in parallel
+    (a result's build_s is its build's), and each result's wall_s is its evaluation's alone."""
+    longest_build = max((result.build_s or 0.0 for result in results if not result.build_reused), default=0.0)
+    evaluations = sum(result.wall_s or 0.0 for result in results)
+    return longest_build, evaluations
 
 
 def report(name: str, wall_s: float, results) -> None:
-    builds, evaluations = own_seconds(results)
+    """The batch's wall time beside its longest build and its evaluations; what is left, per candidate, is the
+    overhead (an estimate: evaluations start while later builds still run)."""
+    longest_build, evaluations = own_seconds(results)
     count = max(1, len(results))
     statuses = {}
     for result in results:
         statuses[result.status] = statuses.get(result.status, 0) + 1
-    print(f"{name:28} {len(results):3d} candidates  wall {wall_s:7.1f} s  builds {builds:7.1f} s  evaluations "
-          f"{evaluations:6.1f} s  overhead/candidate {(wall_s - evaluations) / count:5.2f} s  {statuses}")
+    overhead = max(0.0, wall_s - evaluations - longest_build) / count
+    print(f"{name:24} {len(results):3d} candidates  wall {wall_s:7.1f} s  longest build {longest_build:6.1f} s  "
+          f"evaluations {evaluations:6.1f} s  overhead/candidate {overhead:5.2f} s  {statuses}")
 
 
 def main() -> None:
