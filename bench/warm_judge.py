@@ -76,7 +76,7 @@ def main() -> None:
                                    capture_output=True, text=True)
         wall_s = time.monotonic() - started
         rows = kbench.read_results(Path(scratch) / "cli.csv") if (Path(scratch) / "cli.csv").exists() else None
-        print(f"{'CLI sweep, batch 2':28} {0 if rows is None else len(rows):3d} candidates  wall {wall_s:7.1f} s  "
+        print(f"{'CLI sweep, batch 2':24} {0 if rows is None else len(rows):3d} candidates  wall {wall_s:7.1f} s  "
               f"(exit {completed.returncode})")
 
 
