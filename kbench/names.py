@@ -42,6 +42,14 @@ def short_problem(stem: str, width: int = 36) -> str:
     return label if len(label) <= width else label[:width - 1].rstrip() + "…"
 
 
+def problem_label(stem: str, level, width: int = 36) -> str:
+    """short_problem with KernelBench's level in front when the problem's folder names one ("L2 12 Gemm…"):
+    two levels' problem 12 are told apart."""
+    if isinstance(level, (int, float)) and level == level:
+        return f"L{int(level)} " + short_problem(stem, width - len(f"L{int(level)} "))
+    return short_problem(stem, width)
+
+
 def short_path(path: str, width: int = 40) -> str:
     """parent/name, enough to tell solutions/convt1d/seed000.py from solutions/convt2d/seed000.py; the name
     alone when that is too long (KernelBench run files: level_1_problem_75_sample_0_kernel.py)."""

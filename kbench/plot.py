@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from kbench.names import short_problem
+from kbench.names import problem_label
 
 # outcome (summary.best_per_problem) -> bar colour and legend entry; colour-blind safe (ColorBrewer Dark2)
 OUTCOMES = {
@@ -48,7 +48,7 @@ def plot_best(best, path, title: str = "kbench: best speedup per problem") -> No
     low, high = _limits([row["best_speedup"] for row in rows if _solved(row)])
     for index, row in enumerate(rows):
         _draw_row(axis, index, row)
-    axis.set_yticks(range(len(rows)), [short_problem(str(row["problem"]), LABEL_CHARACTERS) for row in rows],
+    axis.set_yticks(range(len(rows)), [problem_label(str(row["problem"]), row.get("level"), LABEL_CHARACTERS) for row in rows],
                     fontsize=8)
     axis.set_ylim(-0.7, len(rows) - 0.3)
     _log_axis(axis, low, high)

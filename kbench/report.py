@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kbench.names import short_path, short_problem
+from kbench.names import problem_label, short_path, short_problem
 from kbench.results import Result, Status
 
 STATUS_STYLE = {
@@ -207,7 +207,7 @@ def best_table(best, width: int | None = None) -> Table:
     rows = best.to_dict("records")
     solution = lambda row: short_path(row["best_solution"]) if isinstance(row["best_solution"], str) else "-"
     columns = [
-        Column("problem", [short_problem(row["problem"], PROBLEM_WIDTH) for row in rows]),
+        Column("problem", [problem_label(row["problem"], row.get("level"), PROBLEM_WIDTH) for row in rows]),
         Column("tried", [str(row["solutions"]) for row in rows], "right", drop=3),
         Column("correct", [str(row["correct"]) for row in rows], "right", drop=2),
         Column("best solution", [solution(row) for row in rows], wrap=True, drop=1, least=22),

@@ -19,13 +19,14 @@ import pandas as pd
 from kbench import flags, stats
 from kbench.results import Status
 from kbench.names import natural_key
+from kbench.solution import folder_level
 
 # fast_p thresholds: the share of problems with a correct solution faster than p times the reference.
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 # Flags that leave a result in trusted fast_p (throttled: the GPU, not the candidate); every other flag keeps it out.
 HARMLESS_FLAGS = frozenset({flags.THROTTLED})
 BEST_COLUMNS = ["problem", "solutions", "correct", "best_solution", "best_speedup", "ref_median_ms",
-                "cand_median_ms", "best_flags", "outcome"]
+                "cand_median_ms", "best_flags", "outcome", "level"]
 FAILURE_COLUMNS = ["status", "problem", "solution", "reason"]
 
 
@@ -85,7 +86,7 @@ def _best_row(problem: str, group: pd.DataFrame) -> dict:
     timed = timed[~_column(timed, "flags").str.contains(flags.NOISY_TIMING, regex=False)]  # never the best: noise
     best = timed.loc[timed["speedup"].idxmax()] if not timed.empty else (
         correct.iloc[0] if not correct.empty else None)
-    row = {"problem": problem, "solutions": len(group), "correct": len(correct)}
+    row = {"problem": problem, "solutions": len(group), "correct": len(correct), "level": _level(group)}
     if best is None:
         return {**row, "outcome": group["status"].value_counts().idxmax()}
     number = lambda column: float(best[column]) if column in best and pd.notna(best[column]) else None
@@ -95,6 +96,12 @@ def _best_row(problem: str, group: pd.DataFrame) -> dict:
     return {**row, "best_solution": best["solution"], "best_speedup": speedup,
             "ref_median_ms": number("ref_median_ms"), "cand_median_ms": number("cand_median_ms"),
             "best_flags": ";".join(raised) or None, "outcome": outcome}
+
+
+def _level(group: pd.DataFrame) -> int | None:
+    """The KernelBench level of the problem's folder (level2/ -> 2), None when it names none."""
+    paths = [path for path in _column(group, "problem_path") if path]
+    return folder_level(Path(paths[0]).parent) if paths else None
 
 
 def status_counts(frame: pd.DataFrame) -> dict[str, int]:

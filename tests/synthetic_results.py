@@ -17,7 +17,8 @@ from pathlib import Path
 RUN_ID = "20261122-101500-synthetic"
 DEVICE = "NVIDIA H200"
 COLUMNS = ["time", "run_id", "problem", "solution", "status", "flags", "speedup", "ref_median_ms",
-           "cand_median_ms", "sizes", "device", "device_name", "message", "first_mismatch", "sweep_failure"]
+           "cand_median_ms", "sizes", "device", "device_name", "message", "first_mismatch", "sweep_failure",
+           "problem_path"]
 FAILURE_MESSAGES = {
     "compile_error": "cuda.cu(79): error: identifier \"threadsPerBlock\" has already been declared",
     "load_error": "TypeError: load_inline() got an unexpected keyword argument 'cuda_headers'",

@@ -255,3 +255,20 @@ def test_list_keeps_solution_names_whole_at_80_columns(tmp_path):
     text = render([problems_table(describe_problems(tmp_path / "kb", tmp_path / "runs"), width=80)], 80)
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "level_1_problem_75_sample_0_kernel.py" in text and "75 convT 2D" in text
+
+
+def test_two_levels_problem_12_get_labels_that_tell_them_apart(tmp_path):
+    from kbench.names import problem_label
+
+    rows = [{"problem": "12_Matmul_with_diagonal_matrices_", "solution": "a.py", "status": "correct", "speedup": 1.5,
+             "problem_path": "/kb/level1/12_Matmul_with_diagonal_matrices_.py"},
+            {"problem": "12_Gemm_Multiply_LeakyReLU", "solution": "b.py", "status": "correct", "speedup": 2.0,
+             "problem_path": "/kb/level2/12_Gemm_Multiply_LeakyReLU.py"},
+            {"problem": "convt1d", "solution": "c.py", "status": "correct", "speedup": 1.1,
+             "problem_path": "problems/convt1d.py"}]
+    best = summary.summarise(summary.load(rows_csv(tmp_path, rows))).best
+    labels = [problem_label(row["problem"], row["level"], 30) for row in best.to_dict("records")]
+    assert {label[:12] for label in labels} == {"L1 12 Matmul", "L2 12 Gemm M", "convt1d"}
+    assert all(len(label) <= 30 for label in labels)
+    text = render(summary_tables(summary.summarise(summary.load(rows_csv(tmp_path, rows))), width=80), 80)
+    assert "L1 12 Matmul" in text and "L2 12 Gemm" in text
