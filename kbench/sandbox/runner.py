@@ -99,8 +99,9 @@ class Runner:
     # --- loading ----------------------------------------------------------------------------------------
 
     def _problem(self, message: dict):
-        """The problem module (loaded once: the stand-in's and the solution's namespace), with the judge's
-        precision policy and no autograd, as the judge calls the reference (the candidate may change both)."""
+        """The problem module (loaded once: the Model's in the reference's runner, the solution's namespace in the
+        candidate's), with the judge's precision policy and no autograd, as the judge calls the reference (the
+        candidate may change both)."""
         from kbench import policy
         from kbench.problem import load_module
         policy.apply_policy(message["policy"])
@@ -151,7 +152,7 @@ class Runner:
         from kbench.build import BuildError
         self.namespaces.set(wire.decode_value(message.get("overrides", {})))
         init = [self._argument(item) for item in message["init"]]
-        self.instances = {}  # one ModelNew at a time (the stand-in goes too)
+        self.instances = {}  # one ModelNew at a time
         torch.manual_seed(int(message["seed"]))
         try:
             model = self.solution.ModelNew(*init)
