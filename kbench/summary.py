@@ -55,7 +55,8 @@ def _column(frame: pd.DataFrame, name: str) -> pd.Series:
     """A text column, empty strings where the CSV has none (older CSVs lack flags or sizes)."""
     if name not in frame:
         return pd.Series("", index=frame.index)
-    return frame[name].fillna("").astype(str).str.strip()
+    values = frame[name]
+    return values.astype(object).where(values.notna(), "").astype(str).str.strip()  # an all-empty column is float
 
 
 def official_mask(frame: pd.DataFrame) -> pd.Series:
