@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rich.text import Text
 
+from kbench import stats
 from kbench.build import first_error_line
 from kbench.report import REASON_CHARACTERS, Column, fitted_table, format_error, format_status
 from kbench.results import Status, read_rows
@@ -66,10 +67,10 @@ class KbenchEvidence:
     def of_row(cls, row: dict) -> "KbenchEvidence":
         text = lambda column: (row.get(column) or "").strip()
         return cls(solution=text("solution"), status=text("status"), message=text("message"), flags=text("flags"),
-                   first_mismatch=text("first_mismatch"), max_abs_err=_float(row.get("max_abs_err")),
-                   norm_err=_float(row.get("norm_err")), truth_trials=int(_float(row.get("truth_trials")) or 0),
-                   truth_candidate_err=_float(row.get("truth_candidate_err")),
-                   truth_reference_err=_float(row.get("truth_reference_err")))
+                   first_mismatch=text("first_mismatch"), max_abs_err=stats.finite_number(row.get("max_abs_err")),
+                   norm_err=stats.finite_number(row.get("norm_err")), truth_trials=int(stats.finite_number(row.get("truth_trials")) or 0),
+                   truth_candidate_err=stats.finite_number(row.get("truth_candidate_err")),
+                   truth_reference_err=stats.finite_number(row.get("truth_reference_err")))
 
     @property
     def correct(self) -> bool:
@@ -194,7 +195,7 @@ def _entries(value) -> list[tuple[int, dict]]:
 
 
 def _verdict(level: int, problem_id: int, sample: int, entry: dict) -> KernelBenchVerdict:
-    runtime = _float(entry.get("runtime"))
+    runtime = stats.finite_number(entry.get("runtime"))
     correct = bool(entry.get("correctness"))
     return KernelBenchVerdict(level=level, problem_id=problem_id, sample=sample,
                               compiled=bool(entry.get("compiled")), correct=correct,
@@ -228,7 +229,8 @@ def _reason(key: str, value: str) -> str:
 
 def _largest(value) -> float | None:
     """The largest of KernelBench's per-trial numbers (a list of strings), or of one number."""
-    numbers = [number for number in map(_float, value if isinstance(value, list) else [value]) if number is not None]
+    values = value if isinstance(value, list) else [value]
+    numbers = [number for number in map(stats.finite_number, values) if number is not None]
     return max(numbers) if numbers else None
 
 
@@ -319,9 +321,3 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
-def _float(value) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if number != number else number

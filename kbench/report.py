@@ -12,6 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from kbench import stats
 from kbench.names import problem_label, short_path, short_problem
 from kbench.results import Result, Status
 
@@ -189,16 +190,8 @@ def problems_table(entries, width: int | None = None) -> Table:
     return fitted_table(columns, width)
 
 
-def _number(value) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if number != number else number
-
-
 def _count(value) -> str:
-    number = _number(value)
+    number = stats.finite_number(value)
     return "-" if number is None else str(int(number))
 
 
@@ -211,9 +204,9 @@ def best_table(best, width: int | None = None) -> Table:
         Column("tried", [str(row["solutions"]) for row in rows], "right", drop=3),
         Column("correct", [str(row["correct"]) for row in rows], "right", drop=2),
         Column("best solution", [solution(row) for row in rows], wrap=True, drop=1, least=22),
-        Column("ref ms", [format_ms(_number(row["ref_median_ms"])) for row in rows], "right", drop=4),
-        Column("cand ms", [format_ms(_number(row["cand_median_ms"])) for row in rows], "right", drop=4),
-        Column("speedup", [format_speedup(_number(row["best_speedup"])) for row in rows], "right"),
+        Column("ref ms", [format_ms(stats.finite_number(row["ref_median_ms"])) for row in rows], "right", drop=4),
+        Column("cand ms", [format_ms(stats.finite_number(row["cand_median_ms"])) for row in rows], "right", drop=4),
+        Column("speedup", [format_speedup(stats.finite_number(row["best_speedup"])) for row in rows], "right"),
         Column("flags", [row.get("best_flags") or "" for row in rows], wrap=True, drop=5),
     ]
     if not any(row.get("best_flags") for row in rows):
@@ -303,15 +296,15 @@ def comparison_table(comparison, label_a: str, label_b: str, width: int | None =
     rows = comparison.to_dict("records")
 
     def ratio(row) -> Text:
-        value = _number(row["ratio_b_over_a"])
+        value = stats.finite_number(row["ratio_b_over_a"])
         return Text("-") if value is None else Text(f"{value:.3g}", style="green" if value >= 1 else "red")
 
     columns = [
         Column("problem", [short_problem(row["problem"], PROBLEM_WIDTH) for row in rows]),
         Column("correct a", [_count(row["correct_a"]) for row in rows], "right", drop=1),
         Column("correct b", [_count(row["correct_b"]) for row in rows], "right", drop=1),
-        Column("speedup a", [format_speedup(_number(row["best_speedup_a"])) for row in rows], "right"),
-        Column("speedup b", [format_speedup(_number(row["best_speedup_b"])) for row in rows], "right"),
+        Column("speedup a", [format_speedup(stats.finite_number(row["best_speedup_a"])) for row in rows], "right"),
+        Column("speedup b", [format_speedup(stats.finite_number(row["best_speedup_b"])) for row in rows], "right"),
         Column("b / a", [ratio(row) for row in rows], "right"),
     ]
     return fitted_table(columns, width, title=f"{label_a} (a) vs {label_b} (b)")
@@ -325,10 +318,10 @@ def _markdown(headers: list[str], rows: list[list[str]], right: set[str] = froze
 
 def summary_markdown(summary, failures_limit: int | None = FAILURES_SHOWN) -> str:
     """The summary as markdown tables: best per problem, failures, counts, fast_p both ways."""
-    speedup = lambda value: "-" if _number(value) is None else f"{_number(value):.3g}x"
+    speedup = lambda value: "-" if stats.finite_number(value) is None else f"{stats.finite_number(value):.3g}x"
     best = [[row["problem"], row["solutions"], row["correct"],
              row["best_solution"] if isinstance(row["best_solution"], str) else "-",
-             format_ms(_number(row["ref_median_ms"])), format_ms(_number(row["cand_median_ms"])),
+             format_ms(stats.finite_number(row["ref_median_ms"])), format_ms(stats.finite_number(row["cand_median_ms"])),
              speedup(row["best_speedup"])] for row in summary.best.to_dict("records")]
     lines = _markdown(["problem", "solutions", "correct", "best solution", "ref ms", "cand ms", "speedup"], best,
                       {"solutions", "correct", "ref ms", "cand ms", "speedup"})

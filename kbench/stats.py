@@ -55,6 +55,15 @@ def coefficient_of_variation(values: Sequence[float]) -> float | None:
     return statistics.stdev(values) / statistics.fmean(values)
 
 
+def finite_number(value) -> float | None:
+    """`value` as a float (a CSV cell, a JSON field), None when it is missing, not a number or NaN."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if number != number else number
+
+
 def speedup(reference_ms: float | None, candidate_ms: float | None) -> float | None:
     if not reference_ms or not candidate_ms:
         return None
