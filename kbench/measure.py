@@ -47,12 +47,12 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
         context.findings.note(timer.persisting_l2.note)
     floor_ms = verdicts.UNCLOCKED_MIN_MS if device.type == "cuda" else verdicts.UNCLOCKED_MIN_MS_CPU
     candidate, reference = samples["candidate"], samples["reference"]
-    found = verdicts.unclocked_time(candidate.ms, candidate.wall_ms, reference.ms, reference.wall_ms, floor_ms)
+    bound = verdicts.clock_bound(candidate.ms, candidate.wall_ms, reference.ms, reference.wall_ms, floor_ms)
+    print(f"kbench: judge's clock: {bound.describe()}", flush=True)  # the evaluation's log
+    found = verdicts.unclocked_time(candidate.ms, candidate.wall_ms, bound)
     if found:
         context.findings.flag(*found)
         context.findings.raise_if_rejected()
-    bound = verdicts.clock_bound(candidate.ms, candidate.wall_ms, reference.ms, reference.wall_ms, floor_ms)
-    print(f"kbench: judge's clock: {bound.describe()}", flush=True)  # the evaluation's log
     unverified = None if found else verdicts.unverified_gain(bound, stats.median(reference.ms))
     for warning in (unverified, verdicts.noisy_timing(reference.ms, candidate.ms)):
         if warning:

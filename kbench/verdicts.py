@@ -85,17 +85,17 @@ def clock_bound(candidate_ms: list[float], candidate_wall_ms: list[float], refer
     return ClockBound(timed, protocol, unclocked, noting, max(REJECT_MIN_MS, REJECT_FRACTION * timed, noting))
 
 
-def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float], reference_ms: list[float],
-                   reference_wall_ms: list[float], floor_ms: float = UNCLOCKED_MIN_MS) -> tuple[str, str] | None:
-    """(flag, why) when the runner's times for the candidate's calls do not agree with the judge's clock:
-    flags.TIMING_MISMATCH (rejecting) or flags.UNCLOCKED_TIME (noting); None when they agree."""
+def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float],
+                   bound: ClockBound) -> tuple[str, str] | None:
+    """(flag, why) when the runner's times for the candidate's calls do not agree with the judge's clock (`bound`:
+    clock_bound of the same samples): flags.TIMING_MISMATCH (rejecting) or flags.UNCLOCKED_TIME (noting); None
+    when they agree."""
     if not candidate_ms:
         return None
     impossible = [(ms, wall) for ms, wall in zip(candidate_ms, candidate_wall_ms) if ms > wall + CLAIM_SLACK_MS]
     if impossible:
         ms, wall = impossible[0]
         return flags.TIMING_MISMATCH, f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
-    bound = clock_bound(candidate_ms, candidate_wall_ms, reference_ms, reference_wall_ms, floor_ms)
     why = (f"the judge saw each call take {bound.unclocked:.3g} ms more than the {bound.timed:.3g} ms the "
            f"candidate's timer reported, beyond the protocol's own {bound.protocol:.3g} ms")
     if bound.unclocked > bound.rejecting:

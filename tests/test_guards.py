@@ -77,8 +77,12 @@ def test_guards_off_a_memoiser_by_address_is_still_caught_in_the_trials(cpu_conf
 
 
 def test_time_outside_the_candidate_s_timer_is_noted_then_rejected_beyond_the_protocol():
-    from kbench.verdicts import unclocked_time
+    from kbench import verdicts
     calibration = ([0.01] * 20, [0.11] * 20)  # the protocol's own 0.1 ms
+
+    def unclocked_time(candidate_ms, candidate_wall_ms, reference_ms, reference_wall_ms):
+        bound = verdicts.clock_bound(candidate_ms, candidate_wall_ms, reference_ms, reference_wall_ms)
+        return verdicts.unclocked_time(candidate_ms, candidate_wall_ms, bound)
     assert unclocked_time([0.5] * 9, [0.61] * 9, *calibration) is None
     assert unclocked_time([0.01] * 9, [0.15] * 9, *calibration) is None  # within the noting margin
     noted = unclocked_time([0.5] * 9, [1.0] * 9, *calibration)
