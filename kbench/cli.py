@@ -16,8 +16,10 @@ from kbench import __version__
 from kbench.config import PYTORCH_DEFAULT, STRICT_FP32, RunConfig, default_cache_dir
 from kbench.report import FAILURES_SHOWN, results_table
 from kbench.results import Status
+from kbench.devices import DeviceError, checked_device, executor_and_devices
 from kbench.solution import PairingError, default_problem_dirs, pair_problem
-from kbench.terminal import print_report, print_summary, run_with_progress, warn_if_noisy, wide_console
+from kbench.terminal import (print_report, print_summary, print_unpaired, run_with_progress, warn_if_noisy,
+                             wide_console)
 
 EXIT_ALL_CORRECT, EXIT_SOME_NOT_CORRECT = 0, 1  # usage errors exit 2 through click
 
@@ -135,8 +137,10 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
         raise click.UsageError(f"not a Python file: {', '.join(not_python)} (a solution is a .py file "
                                "defining ModelNew)")
     config = build_config(**options)
-    device = _device(config.device)
-    pairs = [(problem_path or _pair(solution, problems_dir), solution) for solution in solutions]
+    device = _or_usage_error(checked_device, config.device)
+    folders = lambda solution: [problems_dir] if problems_dir else default_problem_dirs(solution)
+    pairs = [(problem_path or _or_usage_error(pair_problem, solution, folders(solution)), solution)
+             for solution in solutions]
     results = run_with_progress(pairs, config, [device], jobs, out, as_json)
     if as_json:
         click.echo(json.dumps([result.to_row() for result in results], indent=2))
@@ -186,14 +190,11 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
     from kbench.sweep import select_pairs
 
     config = build_config(**options)
-    executor, devices = _run_devices(executor_name, ray_address, config.device, gpus)
+    executor, devices = _or_usage_error(executor_and_devices, executor_name, ray_address, config.device, gpus)
     pairs, unpaired, skipped = select_pairs(problems_dir, solutions_dir, filters, out if only_failed else None,
                                             out if resume else None, config, devices[0])
     console = Console(stderr=True)
-    for entry in unpaired:
-        console.print(f"[yellow]not judged: {entry.reason}[/yellow]", soft_wrap=True)
-    if unpaired:
-        console.print(f"[yellow]{len(unpaired)} solution(s) paired with no problem under {problems_dir}[/yellow]")
+    print_unpaired(unpaired, problems_dir)
     if skipped:
         console.print(f"resume: {skipped} pair(s) already in {out} with the same settings")
     if not pairs:
@@ -279,17 +280,13 @@ def report_command(csvs, output_format, run_id, plot, all_failures, kernelbench_
 
 def _plot(result, path: Path) -> None:
     try:
-        from matplotlib.backend_bases import FigureCanvasBase
-
-        from kbench.plot import plot_best, plot_title
+        from kbench.plot import UnknownFormat, plot_best, plot_title
     except ImportError:
         raise click.UsageError("--plot needs matplotlib: pip install 'kbench[plot]'")
-    formats = FigureCanvasBase.get_supported_filetypes()
-    if path.suffix.lstrip(".").lower() not in formats:
-        raise _OneLineError(f"--plot {path}: name a file ending in one of .{', .'.join(sorted(formats))} "
-                            "(.png, say)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    plot_best(result.best, path, plot_title(result))
+    try:
+        plot_best(result.best, path, plot_title(result))
+    except UnknownFormat as error:
+        raise _OneLineError(f"--plot {path}: {error}")
     Console(stderr=True).print(f"plot written to {path}")
 
 
@@ -332,28 +329,12 @@ def list_command(problems_dir, solutions_dir, as_json) -> None:
         console.print(problems_table(entries, width=console.width))
 
 
-def _run_devices(executor_name: str, ray_address: str | None, requested: str, gpus: str | None):
-    from kbench.devices import DeviceError, executor_and_devices
-
+def _or_usage_error(call, *arguments):
+    """call(*arguments), with kbench's expected refusals (a device it cannot use, a solution no problem pairs
+    with) as one-line usage errors."""
     try:
-        return executor_and_devices(executor_name, ray_address, requested, gpus)
-    except DeviceError as error:
-        raise click.UsageError(str(error))
-
-
-def _device(requested: str) -> str:
-    from kbench.devices import DeviceError, checked_device
-
-    try:
-        return checked_device(requested)
-    except DeviceError as error:
-        raise click.UsageError(str(error))
-
-
-def _pair(solution: Path, problems_dir: Path | None) -> Path:
-    try:
-        return pair_problem(solution, [problems_dir] if problems_dir else default_problem_dirs(solution))
-    except PairingError as error:
+        return call(*arguments)
+    except (DeviceError, PairingError) as error:
         raise click.UsageError(str(error))
 
 

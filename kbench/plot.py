@@ -8,6 +8,7 @@ Needs matplotlib (pip install "kbench[plot]").
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from kbench.names import problem_label
 
@@ -35,9 +36,21 @@ def plot_title(summary) -> str:
             f"{summary.problems} problems, {solved} with a correct solution; fast_1 {trusted:.0%} (trusted)")
 
 
+class UnknownFormat(ValueError):
+    """A file name whose extension matplotlib cannot write."""
+
+
 def plot_best(best, path, title: str = "kbench: best speedup per problem") -> None:
-    """Draw summary.best_per_problem into a PNG at `path`: fastest at the top, unsolved at the bottom."""
+    """Draw summary.best_per_problem into an image at `path` (its folder made if missing; the format from its
+    extension): fastest at the top, unsolved at the bottom. Raises UnknownFormat before drawing anything."""
     import matplotlib
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(path)
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix.lstrip(".").lower() not in formats:
+        raise UnknownFormat(f"name a file ending in one of .{', .'.join(sorted(formats))} (.png, say)")
+    path.parent.mkdir(parents=True, exist_ok=True)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

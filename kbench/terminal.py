@@ -92,6 +92,15 @@ class _WorkerLines:
                 self.progress.update(line, description=description)
 
 
+def print_unpaired(unpaired, problems_dir: Path) -> None:
+    """The solutions no problem paired with (solution.Unpaired), one line each, and their count."""
+    console = Console(stderr=True)
+    for entry in unpaired:
+        console.print(f"[yellow]not judged: {entry.reason}[/yellow]", soft_wrap=True)
+    if unpaired:
+        console.print(f"[yellow]{len(unpaired)} solution(s) paired with no problem under {problems_dir}[/yellow]")
+
+
 def warn_if_noisy(results) -> None:
     """After a run: results timed on a busy machine, and what to do (their rows say `noisy_timing`)."""
     from kbench.flags import NOISY_TIMING
