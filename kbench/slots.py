@@ -39,6 +39,7 @@ from pathlib import Path
 
 SLOTS_VARIABLE = "KBENCH_COMPILE_SLOTS"  # the slot server's socket, in a build worker's environment
 RANK_VARIABLE = "KBENCH_BUILD_RANK"      # the build's place in the sweep's build order (0 first)
+PCH_VARIABLE = "KBENCH_PCH_ROOT"         # in the c++ wrapper: where precompiled torch headers are kept (pch.py)
 
 
 @dataclass
@@ -176,7 +177,7 @@ def install_compiler_wrappers(folder: Path) -> None:
     wrappers = folder / f"compilers-{digest}"
     try:
         for kind, compiler in real.items():
-            write_wrapper(wrappers / kind, kind, compiler, package_parent)
+            write_wrapper(wrappers / kind, kind, compiler, package_parent, folder / "pch" if kind == "c++" else None)
     except OSError:
         return  # an unwritable cache: compilers run as torch starts them (a build in it fails on its own)
     os.environ["CXX"] = str(wrappers / "c++")
@@ -184,10 +185,13 @@ def install_compiler_wrappers(folder: Path) -> None:
         os.environ["PYTORCH_NVCC"] = str(wrappers / "nvcc")
 
 
-def write_wrapper(path: Path, kind: str, compiler: str, package_parent: str) -> None:
-    """A script that runs `compiler` (a `kind` compiler: c++ or nvcc) when a slot is free."""
+def write_wrapper(path: Path, kind: str, compiler: str, package_parent: str,
+                  pch_root: Path | None = None) -> None:
+    """A script that runs `compiler` (a `kind` compiler: c++ or nvcc) when a slot is free, with torch's
+    headers precompiled in `pch_root` where given."""
+    pch = f'{PCH_VARIABLE}={shlex.quote(str(pch_root))} ' if pch_root else ""
     text = (f'#!/bin/sh\n# kbench: run {compiler} when a compile slot is free (kbench/slots.py)\n'
-            f'PYTHONPATH={shlex.quote(package_parent)}${{PYTHONPATH:+:$PYTHONPATH}} '
+            f'{pch}PYTHONPATH={shlex.quote(package_parent)}${{PYTHONPATH:+:$PYTHONPATH}} '
             f'exec {shlex.quote(sys.executable)} -m kbench.slots {kind} {shlex.quote(compiler)} "$@"\n')
     if path.is_file() and path.read_text() == text:
         return
@@ -200,11 +204,15 @@ def write_wrapper(path: Path, kind: str, compiler: str, package_parent: str) -> 
 
 def run_compiler(kind: str, compiler: str, arguments: list[str]) -> None:
     """The wrappers' entry point: in a build worker of a sweep, a compile (`-c`) waits for a slot; then
-    this process becomes the real compiler, with the same arguments."""
+    this process becomes the real compiler, with the same arguments and, for a C++ file that starts with
+    torch's headers, their precompiled form (pch.py)."""
     if "-c" in arguments and SLOTS_VARIABLE in os.environ:
         slot = _wait_for_slot(kind)
         if slot is not None:
             os.set_inheritable(slot.fileno(), True)  # held by the compiler and its children until they exit
+    if "-c" in arguments and os.environ.get(PCH_VARIABLE):
+        from kbench import pch
+        arguments = pch.arguments_with_header(compiler, arguments, Path(os.environ[PCH_VARIABLE]))
     os.execvp(compiler, [compiler, *arguments])
 
 

@@ -1,0 +1,119 @@
+"""Precompiled torch headers (kbench/pch.py), with the real g++ on a small stand-in for torch's include tree,
+and once through the session's real fixture builds."""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from kbench import pch
+
+pytestmark = pytest.mark.skipif(shutil.which("c++") is None, reason="needs a C++ compiler")
+
+STAND_IN = """#pragma once
+#include <vector>
+#include <numeric>
+template <typename T> T total(const std::vector<T>& values) { return std::accumulate(values.begin(), values.end(), T()); }
+inline int answer() { return 42; }
+"""
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """An include folder with torch/extension.h, a source that includes it first, and the compile's arguments."""
+    include = tmp_path / "include"
+    (include / "torch").mkdir(parents=True)
+    (include / "torch" / "extension.h").write_text(STAND_IN)
+    source = tmp_path / "main.cpp"
+    source.write_text("#include <torch/extension.h>\n\n#include <torch/extension.h>\n"
+                      "int f(int x) { return answer() + total(std::vector<int>{x, 1}); }\n")
+    return tmp_path, source, include
+
+
+def compile_arguments(tree, *flags, name="ext_a", output="main.o"):
+    folder, source, include = tree
+    return ["-MMD", "-MF", str(folder / f"{output}.d"), f"-DTORCH_EXTENSION_NAME={name}", "-isystem", str(include),
+            "-fPIC", *flags, "-c", str(source), "-o", str(folder / output)]
+
+
+def disassembly(path: Path) -> list[str]:
+    return subprocess.run(["objdump", "-d", str(path)], capture_output=True, text=True, check=True).stdout.splitlines()[2:]
+
+
+def test_a_compile_uses_the_header_and_writes_the_same_object(tree):
+    folder = tree[0]
+    root = folder / "pch"
+    plain = compile_arguments(tree, output="plain.o")
+    served = pch.arguments_with_header("c++", compile_arguments(tree), root)
+    assert served[:2] == ["-I", str(next(root.iterdir()))]
+    assert (Path(served[1]) / pch.PRECOMPILED).is_file()
+    used = subprocess.run(["c++", "-H", *served], capture_output=True, text=True, check=True)
+    assert used.stderr.splitlines()[0] == f"! {served[1]}/{pch.PRECOMPILED}"  # "!": g++ loaded it
+    subprocess.run(["c++", *plain], check=True)
+    assert disassembly(folder / "main.o") == disassembly(folder / "plain.o")
+
+
+def test_the_extension_name_shares_a_header_and_other_flags_do_not(tree):
+    root = tree[0] / "pch"
+    first = pch.arguments_with_header("c++", compile_arguments(tree, name="ext_a"), root)
+    second = pch.arguments_with_header("c++", compile_arguments(tree, name="ext_b", output="b.o"), root)
+    optimised = pch.arguments_with_header("c++", compile_arguments(tree, "-O2"), root)
+    assert first[1] == second[1]
+    assert optimised[1] != first[1]
+    assert len(list(root.iterdir())) == 2
+
+
+def test_a_changed_header_gets_a_new_precompiled_one(tree):
+    root = tree[0] / "pch"
+    first = pch.arguments_with_header("c++", compile_arguments(tree), root)
+    time.sleep(0.01)
+    (tree[2] / "torch" / "extension.h").write_text(STAND_IN + "inline int other() { return 1; }\n")
+    assert pch.arguments_with_header("c++", compile_arguments(tree), root)[1] != first[1]
+
+
+def test_a_compile_does_not_wait_for_a_header_another_compile_is_building(tree):
+    root = tree[0] / "pch"
+    arguments = compile_arguments(tree)
+    folder = root / pch._key("c++", tree[2] / "torch" / "extension.h", arguments)
+    folder.mkdir(parents=True)
+    with (folder / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert pch.arguments_with_header("c++", arguments, root) == arguments
+    assert not (folder / pch.PRECOMPILED).exists()
+
+
+def test_a_header_that_failed_to_build_is_not_tried_again(tree):
+    (tree[2] / "torch" / "extension.h").write_text("#pragma once\nthis is not C++\n")
+    root = tree[0] / "pch"
+    arguments = compile_arguments(tree)
+    assert pch.arguments_with_header("c++", arguments, root) == arguments
+    failed = next(root.iterdir()) / pch.FAILED
+    assert "this is not C++" in failed.read_text()
+    written = failed.stat().st_mtime_ns
+    assert pch.arguments_with_header("c++", arguments, root) == arguments
+    assert failed.stat().st_mtime_ns == written
+
+
+@pytest.mark.parametrize("source_text", ["#include <vector>\n#include <torch/extension.h>\n", "int x;\n"])
+def test_sources_that_do_not_start_with_torch_are_left_alone(tree, source_text):
+    tree[1].write_text(source_text)
+    root = tree[0] / "pch"
+    arguments = compile_arguments(tree)
+    assert pch.arguments_with_header("c++", arguments, root) == arguments
+    assert not root.exists()
+
+
+@pytest.mark.parametrize("arguments", [["main.o", "-shared", "-o", "ext.so"], ["-v"], ["-dumpfullversion"]])
+def test_links_and_queries_are_left_alone(tmp_path, arguments):
+    assert pch.arguments_with_header("c++", arguments, tmp_path / "pch") == arguments
+
+
+def test_real_fixture_builds_precompile_torch_headers(cpu_config):
+    """The session's C++ fixtures were built through kbench's compiler wrappers: torch's header was
+    precompiled for them (one flag set per -O level they pass)."""
+    assert list(cpu_config.cache_dir.glob(f"extensions/*/pch/*/{pch.PRECOMPILED}"))
