@@ -55,7 +55,9 @@ def _decided(job: Job, context: Context, finish) -> Outcome:
         return finish(_stages(job, context, finish))
     except RunnerDied as died:
         stop = failure_of(died, progress.record.phase)
-        if progress.record.phase in PHASES_BEFORE_THE_CANDIDATE or died.runner is context.reference_runner:
+        if not died.ready:
+            stop = Stop(Status.INFRA_ERROR, f"{stop.message} (the runner died starting, before any candidate code)")
+        elif progress.record.phase in PHASES_BEFORE_THE_CANDIDATE or died.runner is context.reference_runner:
             stop = Stop(Status.INFRA_ERROR, stop.message)  # nothing of the candidate's ran in it
         return finish(_after_official(stop, context) or context.findings.outcome(stop.status, message=stop.message,
                                                                                  check=context.check))

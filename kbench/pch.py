@@ -166,6 +166,10 @@ def _build(compiler: str, header: Path, arguments: list[str], folder: Path) -> b
             return False
         # A source that includes the header again finds this file beside the precompiled one and reaches
         # torch's own through it; so does a compile for which g++ finds the precompiled header unusable.
-        (folder / HEADER).write_text(f"#pragma once\n#include_next <{HEADER}>\n")
+        stub = folder / HEADER
+        stub.write_text(f"#pragma once\n#include_next <{HEADER}>\n")
+        # Dated as torch's header: a compile's dependency list names this file, and ninja would rebuild an
+        # object whose input is newer than the object's command (this compile's own, too).
+        os.utime(stub, ns=(header.stat().st_atime_ns, header.stat().st_mtime_ns))
         os.replace(partial, target)  # whole or absent for every other compile
         return True

@@ -28,11 +28,13 @@ from kbench.sandbox.limits import is_subreaper
 
 
 class RunnerDied(Exception):
-    """The runner's pipe closed: it exited or was killed (`returncode` as subprocess gives it)."""
+    """The runner's pipe closed: it exited or was killed (`returncode` as subprocess gives it). `ready`: it had
+    finished starting (its CUDA context) and could have run the candidate's code."""
 
-    def __init__(self, returncode: int | None, runner: "RunnerProcess | None" = None):
+    def __init__(self, returncode: int | None, runner: "RunnerProcess | None" = None, ready: bool = True):
         self.returncode = returncode
         self.runner = runner
+        self.ready = ready
         super().__init__(describe_exit(returncode))
 
 
@@ -50,9 +52,10 @@ _LIVE: set[int] = set()
 
 class RunnerProcess:
     """One runner: started (warming up) as early as the judge can, used by one evaluation, then killed.
-    `protected`: the reference's runner, which the candidate's must not be able to trace (limits.protect)."""
+    `protected`: the reference's runner, which the candidate's must not be able to trace (limits.protect).
+    `build_only`: it will only import the candidate (building its extensions), and creates no CUDA context."""
 
-    def __init__(self, device: str, protected: bool = False):
+    def __init__(self, device: str, protected: bool = False, build_only: bool = False):
         self.device = torch.device(device)
         base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
         self.exchange = Path(tempfile.mkdtemp(prefix="kbench-exchange-", dir=base))
@@ -60,7 +63,8 @@ class RunnerProcess:
         commands_read, self.commands = os.pipe()
         self.replies, replies_write = os.pipe()
         environment = {"TMPDIR": str(self.scratch), "TORCHINDUCTOR_CACHE_DIR": str(self.scratch / "inductor")}
-        arguments = [str(commands_read), str(replies_write), device] + (["protected"] if protected else [])
+        arguments = [str(commands_read), str(replies_write), device] + (["protected"] if protected else []) + (
+            ["build"] if build_only else [])
         if torch.cuda.is_initialized():  # a fork could not use CUDA: a fresh interpreter
             self.process = subprocess.Popen([sys.executable, "-m", "kbench.sandbox.runner", *arguments],
                                             pass_fds=(commands_read, replies_write), start_new_session=True,
@@ -72,6 +76,7 @@ class RunnerProcess:
         os.close(replies_write)
         self.arenas = JudgeArenas(self.device, self.exchange)
         self.instances = 0
+        self.ready = False  # the runner said it started
 
     def request(self, message: dict, on_progress=None) -> dict:
         """Send a command and wait for its reply; progress messages on the way go to `on_progress`."""
@@ -80,13 +85,16 @@ class RunnerProcess:
             wire.send(self.commands, message)
             while True:
                 reply = wire.receive(self.replies)
+                if reply.get("event") == "ready":  # sent before any command: it is read with the first reply
+                    self.ready = True
+                    continue
                 if reply.get("event") == "building":
                     if on_progress is not None:
                         on_progress(wire.Progress(str(reply.get("building") or "")[:200], _number(reply.get("since"))))
                     continue
                 return reply
         except (wire.ChannelClosed, BrokenPipeError):
-            raise RunnerDied(self._returncode(), self) from None
+            raise RunnerDied(self._returncode(), self, self.ready) from None
 
     def new_instance(self) -> str:
         self.instances += 1
@@ -142,8 +150,10 @@ class Runners:
     reference: RunnerProcess
 
     @classmethod
-    def start(cls, device: str) -> "Runners":
-        return cls(RunnerProcess(device), RunnerProcess(device, protected=True))
+    def start(cls, device: str, build_only: bool = False) -> "Runners":
+        """build_only: for a job that only builds the candidate, runners without a CUDA context."""
+        return cls(RunnerProcess(device, build_only=build_only),
+                   RunnerProcess(device, protected=True, build_only=build_only))
 
     @property
     def sessions(self) -> tuple[int, ...]:
@@ -179,6 +189,7 @@ def _fork_runner(arguments: list[str], environment: dict, keep: tuple[int, ...])
     if pid:
         _wait_for_own_session(pid)
         return _Forked(pid)
+    code = 1
     try:  # the child: a session of its own, only its pipes and the standard streams open
         os.setsid()
         os.closerange(3, min(keep))
@@ -186,16 +197,22 @@ def _fork_runner(arguments: list[str], environment: dict, keep: tuple[int, ...])
         os.closerange(max(keep) + 1, 1 << 16)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
+        # The parent's Python streams may write elsewhere than descriptors 1 and 2 (pytest's capture, a
+        # notebook), through descriptors closed above: the runner writes to 1 and 2, which its log replaces.
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
         os.environ.update(environment)
         from kbench.sandbox import runner
         code = runner.main(arguments)
     except BaseException:
         import traceback
         traceback.print_exc()
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    finally:  # whatever happened, the child never returns into the parent's code
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def _wait_for_own_session(pid: int) -> None:

@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
         _redirect_output(job.log_path)
     else:
         job = Job.load(Path(argv[0]))
-        runners = Runners.start(job.device)
+        runners = Runners.start(job.device, build_only=job.build_only)
     outcome = run(job, runners)
     write_json_atomic(Path(job.result_path), outcome.to_dict())
     # The verdict is written: skip interpreter and CUDA teardown, which the parent would wait for.
@@ -101,7 +101,7 @@ def run(job: Job, runners: Runners) -> Outcome:
     """Evaluate one job (the candidate in its runner, the reference timed in its own); every failure the judge
     can observe becomes the outcome's status."""
     device = torch.device(job.device)
-    if device.type == "cuda":
+    if device.type == "cuda" and not job.build_only:  # a build needs no CUDA context (runners.start)
         torch.cuda.set_device(device)
     else:
         single_threaded()

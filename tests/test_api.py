@@ -4,6 +4,7 @@ they finish and leaves no process behind, KernelBench's entry point, results rea
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +72,14 @@ def alive(pids: set[int]) -> set[int]:
     return living
 
 
+def alive_after_a_moment(pids: set[int]) -> set[int]:
+    """A process SIGKILLed in uninterruptible sleep (disk I/O on a busy machine) dies when the I/O ends."""
+    deadline = time.monotonic() + 5
+    while alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive(pids)
+
+
 def test_source_strings_and_paths_judge_alike(tmp_path):
     with kbench.Judge(quick(tmp_path)) as judge:
         from_text = judge.judge(AXPY.read_text(), PLAIN)
@@ -91,7 +100,7 @@ def test_a_batch_streams_in_completion_order_and_no_process_outlives_the_judge(t
             recorded.append(result.time)
     assert sorted(order) == sorted([Status.TIMEOUT, Status.CRASHED, Status.CORRECT]), order
     assert order[-1] == Status.TIMEOUT and recorded == sorted(recorded)  # as they finished, not as given
-    assert seen and not alive(seen), alive(seen)
+    assert seen and not alive_after_a_moment(seen), alive(seen)
     frame = kbench.read_results(tmp_path / "results.csv")
     assert sorted(frame["status"]) == sorted(order)
     correct = frame[frame["status"] == Status.CORRECT].iloc[0]
@@ -111,7 +120,7 @@ def test_leaving_mid_batch_on_an_exception_ends_every_process(tmp_path):
     with pytest.raises(KeyError):
         with kbench.Judge(quick(tmp_path, timeout_s=120)) as judge:
             raise_while_hanging(judge)
-    assert seen and not alive(seen), alive(seen)
+    assert seen and not alive_after_a_moment(seen), alive(seen)
 
 
 @pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="needs ../shared/kernelbench")

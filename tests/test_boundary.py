@@ -214,6 +214,21 @@ def test_a_runner_that_dies_is_reported_with_its_signal(runner):
         stand_in(runner, AXPY)
 
 
+def test_a_runner_that_dies_starting_is_told_apart_from_one_that_could_have_run_the_candidate(runner):
+    """A runner that dies in its warm-up (its CUDA context: here a device that does not exist) never ran
+    anything of the candidate's: the judge makes that an infrastructure failure (evaluation._decided)."""
+    starting = RunnerProcess("cuda:99")
+    try:
+        with pytest.raises(RunnerDied) as died:
+            starting.request({"op": "quit"})
+        assert not died.value.ready
+    finally:
+        starting.stop()
+    with pytest.raises(RunnerDied) as died:
+        runner.request({"op": "quit"})
+    assert died.value.ready
+
+
 def test_stopping_a_runner_kills_what_it_left_behind(runner):
     """A daemon left in a session of its own by a child of the judge's (here a stand-in for the runner) is
     reparented to the judge (a subreaper) and killed when the runner is stopped."""

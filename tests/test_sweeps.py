@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from kbench import params
+from kbench import flags, params
 from kbench.problem import load_module
 from kbench.results import Status
 from kbench.runner import evaluate
@@ -102,7 +102,8 @@ def test_hard_coded_size_passes_official_and_fails_the_sweep_reproducibly(cpu_co
 
 def test_general_solution_passes_the_sweep(cpu_config):
     result = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", cpu_config)
-    assert result.status == Status.CORRECT and not result.flags
+    # No flag about the candidate; on a busy CPU the judge may warn about its measurement.
+    assert result.status == Status.CORRECT and not set(result.flags) - set(flags.MEASUREMENT), result.flags
     assert result.sweep.passed == result.sweep.run == 8
 
 

@@ -34,7 +34,9 @@ def main(argv: list[str]) -> int:
     protected = "protected" in argv[3:]
     if protected:  # the reference's runner: no candidate code runs in it, nor may reach it
         limits.protect()
-    _warm_up(device, for_candidate=not protected)
+    if "build" not in argv[3:]:  # a build needs no CUDA context: dozens of builds at once would fill a GPU
+        _warm_up(device, for_candidate=not protected)
+    wire.send(replies, {"event": "ready"})  # what fails from here on may be the candidate's doing
     runner = Runner(device, replies)
     while True:
         try:
