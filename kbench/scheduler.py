@@ -78,7 +78,9 @@ class LocalExecutor:
             self._slots = None
 
     def cores(self) -> int:
-        return os.cpu_count() or 1
+        """Compilers this machine can run at once: the cores this process may use, fewer when memory would
+        not hold that many compilers of torch's headers (COMPILER_MEMORY each)."""
+        return compile_capacity(_usable_cores(), _available_memory())
 
     def evaluation_devices(self, devices: list[str]) -> list[str]:
         for device in devices:  # they warm up while the builds run; the builds need not wait for them
@@ -99,6 +101,34 @@ class LocalExecutor:
 
 # A CUDA extension compiles its host and device sources as two compiler processes.
 CUDA_BUILD_THREADS = 2
+# Memory one compiler of a candidate's source needs at its peak (torch's headers parsed or precompiled):
+# about 1.2 GB for g++ on a bindings file, up to 1.5 GB for nvcc's steps; with room for the evaluations.
+COMPILER_MEMORY = 2 << 30
+
+
+def compile_capacity(cores: int, available_memory: int | None) -> int:
+    """At most one compiler per core, and no more than available memory holds (at least one)."""
+    if available_memory is None:
+        return max(1, cores)
+    return max(1, min(cores, available_memory // COMPILER_MEMORY))
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # a container or `taskset` may allow fewer than the machine has
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo, in bytes; None where there is none (not Linux)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 # CPU priority of builds (and their compilers), as niceness (Linux: 0 default, 19 lowest): evaluations
 # time CPU-side launch work and must not wait behind compilers.
 BUILD_NICE = 10

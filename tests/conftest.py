@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,7 @@ CPP_FIXTURES = [
     (PROBLEMS / "linear.py", SOLUTIONS / "linear" / "correct.py"),
     (FIXTURES / "cheats" / "problems" / "convt1d_small.py", FIXTURES / "cheats" / "honest_cpp.py"),
     (FIXTURES / "cheats" / "problems" / "convt1d_small.py", FIXTURES / "cheats" / "fallback_op.py"),
+    (FIXTURES / "cheats" / "problems" / "convt1d_small.py", FIXTURES / "cheats" / "memo_contents_cpp.py"),
     (REPO / "examples" / "problems" / "swish.py", REPO / "examples" / "solutions" / "swish" / "cpp.py"),  # README
 ]
 
@@ -48,7 +50,9 @@ CPP_FIXTURES = [
 def cpu_config(cache_dir) -> RunConfig:
     """CPU evaluation with a short timing budget: tests check verdicts, not speed.
 
-    The C++ fixtures are built first, all cores at once (the same build phase `kbench eval` runs).
+    The C++ fixtures are built first, all cores at once (the same build phase `kbench eval` runs): first one
+    per set of compiler flags, which precompiles torch's headers for that set (kbench/pch.py), then the
+    rest, which use them.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -56,9 +60,29 @@ def cpu_config(cache_dir) -> RunConfig:
 
     config = RunConfig(device="cpu", cache_dir=cache_dir, timeout_s=300, time_budget_s=0.5, min_samples=3)
     executor = LocalExecutor()
+    first_of_each_flag_set = {_cflags(solution): (problem, solution) for problem, solution in reversed(CPP_FIXTURES)}
+    later = [pair for pair in CPP_FIXTURES if pair not in first_of_each_flag_set.values()]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), CPP_FIXTURES))
+        for pairs in (list(first_of_each_flag_set.values()), later):
+            list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), pairs))
     return config
+
+
+def _cflags(solution: Path) -> str:
+    """The extra_cflags a fixture passes, as written (fixtures pass one literal list or none)."""
+    found = re.search(r"extra_cflags\s*=\s*(\[[^\]]*\])", solution.read_text())
+    return found.group(1).replace("'", '"') if found else "[]"
+
+
+def sharing_precompiled_headers(cache: Path, session_cache: Path) -> Path:
+    """`cache` (a new, empty build cache) with the session's precompiled torch headers: what kbench prepares
+    once per torch version and flag set, not what a test about builds is about."""
+    from kbench.build import versions_tag
+
+    shared = session_cache / "extensions" / versions_tag() / "pch"
+    (cache / "extensions" / versions_tag()).mkdir(parents=True, exist_ok=True)
+    (cache / "extensions" / versions_tag() / "pch").symlink_to(shared, target_is_directory=True)
+    return cache
 
 
 def cuda_fixtures() -> list[Path]:

@@ -18,7 +18,7 @@ from kbench.remote import new_stand_in
 from kbench.remote_process import RunnerDied, RunnerProcess
 from kbench.results import Status
 from kbench.runner import evaluate
-from kbench.sandbox import wire
+from kbench.sandbox import limits, wire
 
 from conftest import FIXTURES, PROBLEMS
 
@@ -31,9 +31,9 @@ CONVT = CHEATS / "problems" / "convt1d_small.py"
 
 
 @pytest.fixture(scope="module")
-def config(tmp_path_factory) -> RunConfig:
-    return RunConfig(device="cpu", cache_dir=tmp_path_factory.mktemp("boundary"), timeout_s=300,
-                     time_budget_s=0.5, min_samples=10, sweep=0)
+def config(cpu_config) -> RunConfig:
+    return RunConfig(device="cpu", cache_dir=cpu_config.cache_dir, timeout_s=300, time_budget_s=0.5, min_samples=10,
+                     sweep=0)
 
 
 def rejecting(result) -> set:
@@ -55,6 +55,12 @@ def test_patching_what_a_checker_calls_changes_nothing_in_the_judge(config):
 def test_work_outside_the_candidate_s_timer_is_a_timing_mismatch(config, solution):
     result = evaluate(PREFIX_SUM, BOUNDARY / solution, config)
     assert result.status == Status.REJECTED and flags.TIMING_MISMATCH in result.flags, (result.status, result.message)
+
+
+@pytest.mark.skipif(not limits.signals_scoped_here(), reason="needs Landlock ABI 6 (signal scopes)")
+def test_the_runner_cannot_signal_the_judge_nor_the_reference_s_runner(config):
+    result = evaluate(AXPY, BOUNDARY / "signal_out.py", config)
+    assert result.status == Status.CORRECT, result.message  # it answers wrong when a signal got out
 
 
 def test_process_state_of_the_candidate_s_does_not_reach_the_reference(config):

@@ -26,10 +26,10 @@ AXPY = PROBLEMS / "axpy.py"
 
 
 @pytest.fixture(scope="module")
-def config(tmp_path_factory) -> RunConfig:
-    """CPU evaluation, short timing budget; no prebuilt C++ fixtures (the plain ones need none)."""
-    return RunConfig(device="cpu", cache_dir=tmp_path_factory.mktemp("reference-cheats"), timeout_s=300,
-                     time_budget_s=0.5, min_samples=3, sweep=0)
+def config(cpu_config) -> RunConfig:
+    """CPU evaluation, short timing budget, in the session's cache (its C++ fixtures are built there)."""
+    return RunConfig(device="cpu", cache_dir=cpu_config.cache_dir, timeout_s=300, time_budget_s=0.5, min_samples=3,
+                     sweep=0)
 
 
 def rejecting(flags) -> set:

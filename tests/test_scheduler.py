@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kbench.scheduler import build_order
 
-from conftest import PROBLEMS, REPO, SOLUTIONS
+from conftest import PROBLEMS, REPO, SOLUTIONS, sharing_precompiled_headers
 
 
 def test_cuda_builds_are_started_first():
@@ -83,7 +83,9 @@ def test_a_sweep_build_compiles_in_a_slot_through_the_wrapper(cpu_config, tmp_pa
     executor = LocalExecutor()
     executor.start_builds(jobs=1)
     server = executor._slots
-    config = replace(cpu_config, cache_dir=tmp_path, time=False, sweep=0)  # an empty cache: it compiles
+    # An empty build cache: it compiles (torch's headers precompiled, as kbench prepares them once).
+    config = replace(cpu_config, cache_dir=sharing_precompiled_headers(tmp_path, cpu_config.cache_dir), time=False,
+                     sweep=0)
     pair = (PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "correct.py")
     built = executor.build(pair, config, "cpu", "", 1)
     executor.end_builds()
@@ -112,3 +114,15 @@ def test_a_build_runs_at_build_niceness_and_an_evaluation_at_kbenchs(cpu_config)
     judged = evaluate(*pair, config)
     assert f"imported at niceness {own}" in judged.message
     assert built.cpu_s > 0 and judged.cpu_s > 0  # each worker's CPU time (its children's too) is recorded
+
+
+def test_build_parallelism_fits_the_cores_allowed_and_the_memory_available():
+    import os
+
+    from kbench.scheduler import COMPILER_MEMORY, LocalExecutor, compile_capacity
+
+    assert compile_capacity(64, 512 << 30) == 64
+    assert compile_capacity(16, 4 * COMPILER_MEMORY + 1) == 4  # memory, not cores, is the limit
+    assert compile_capacity(16, 0) == 1                           # never none
+    assert compile_capacity(2, None) == 2                         # memory unknown: the cores
+    assert 1 <= LocalExecutor().cores() <= len(os.sched_getaffinity(0))

@@ -4,6 +4,8 @@
 - Landlock, where the kernel offers it and the `landlock` package is installed: files may be written only
   under the folders the judge names (its scratch folder, the exchange folder, the build cache, /dev for the
   GPU's device files); reading stays open (the candidate reads the problem and torch).
+- No signals to processes outside its own (Landlock's signal scope, ABI 6 and later): it cannot stop the
+  reference's runner while the reference is timed, nor signal the judge.
 - No new privileges; as root, no network (a fresh network namespace) and no capabilities, so it cannot
   ptrace the judge or read its memory (the judge also makes itself non-dumpable: judge_protection).
 - No core files.
@@ -29,6 +31,10 @@ _PR_SET_NO_NEW_PRIVS = 38
 _CLONE_NEWNET = 0x40000000
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _LAST_CAPABILITY = 63
+_SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every architecture (Linux 5.13's common table)
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_SCOPE_SIGNAL = 1 << 1
 
 
 def _libc():
@@ -83,6 +89,7 @@ def confine(writable: list[Path]) -> list[str]:
         notes.append("network not isolated (needs root)")
     notes += _landlock(writable)
     libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    notes += _scope_signals(libc)
     if os.geteuid() == 0:
         notes += _drop_capabilities(libc)
     return notes
@@ -119,6 +126,39 @@ def _landlock(writable: list[Path]) -> list[str]:
         ruleset.apply()
     except Exception as error:  # a kernel that refuses part of the ruleset: run without it, and say so
         return [f"writes not confined (Landlock: {error})"]
+    return []
+
+
+def signals_scoped_here() -> bool:
+    """Whether confine() can keep a runner's signals to itself here (Landlock ABI 6 or later)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    return _libc().syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
+                           ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION)) >= 6
+
+
+class _RulesetAttributes(ctypes.Structure):  # struct landlock_ruleset_attr, as of ABI 6
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+def _scope_signals(libc) -> list[str]:
+    """A Landlock domain that scopes signals: from here on this process and its children may signal only
+    each other. (The `landlock` package has no scopes yet: two system calls; needs no_new_privs, set above.)"""
+    version = libc.syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
+                           ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    if version < 6:
+        return [f"signals to other processes not blocked (Landlock ABI {max(version, 0)}, scopes need 6)"]
+    attributes = _RulesetAttributes(0, 0, _LANDLOCK_SCOPE_SIGNAL)
+    ruleset = libc.syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), ctypes.byref(attributes),
+                           ctypes.c_size_t(ctypes.sizeof(attributes)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return [f"signals to other processes not blocked ({os.strerror(ctypes.get_errno())})"]
+    try:
+        if libc.syscall(ctypes.c_long(_SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+            return [f"signals to other processes not blocked ({os.strerror(ctypes.get_errno())})"]
+    finally:
+        os.close(ruleset)
     return []
 
 
