@@ -123,7 +123,7 @@ def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budg
               help="Folder to pair solutions in [default: problems/ beside solutions/, then ./problems].")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
               help="Compilers at once when judging several solutions; builds queue their compilers for them "
-                   "[default: number of cores].")
+                   "[default: usable cores, fewer if memory is short].")
 @run_options
 def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **options) -> None:
     """Judge SOLUTIONS (files defining ModelNew), each against its problem.
@@ -165,7 +165,8 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
               help="Skip pairs already in --out with the same solution, problem and settings.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None,
               help="Compilers at once; builds queue their compilers for them (with --executor ray: builds "
-                   "at once, each reserving its share of the cluster's CPUs) [default: number of cores].")
+                   "at once, each reserving its share of the cluster's CPUs) [default: usable cores, fewer if "
+                   "memory is short].")
 @click.option("--gpus", default=None, metavar="N|I,J",
               help="GPUs to evaluate on, one worker each: a count (2) or indices (0,1; a single index as 3,) "
                    "[default: all visible]. Local executor only.")

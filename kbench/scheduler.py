@@ -189,7 +189,7 @@ def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_i
               on_progress: Callable[[Pair, ProgressRecord | None], None] = lambda pair, record: None) -> list[Result]:
     """Judge every pair; returns results in the order of `pairs`.
 
-    Builds run with `jobs` compilers at once (default one per core; the executor decides how many builds
+    Builds run with `jobs` compilers at once (default: the executor's cores(); it decides how many builds
     that is: LocalExecutor queues every compiler for one of `jobs` slots, slots.py), CUDA builds first,
     each with its share of the cores but at least CUDA_BUILD_THREADS compilers for a CUDA build (its host
     and device sources compile at once: a build's wall time is what delays its evaluation), at a lower
