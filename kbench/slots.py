@@ -191,6 +191,7 @@ def write_wrapper(path: Path, kind: str, compiler: str, package_parent: str,
     headers precompiled in `pch_root` where given."""
     pch = f'{PCH_VARIABLE}={shlex.quote(str(pch_root))} ' if pch_root else ""
     text = (f'#!/bin/sh\n# kbench: run {compiler} when a compile slot is free (kbench/slots.py)\n'
+            f'case " $* " in *" -c "*) ;; *) exec {shlex.quote(compiler)} "$@" ;; esac  # no compile: no Python\n'
             f'{pch}PYTHONPATH={shlex.quote(package_parent)}${{PYTHONPATH:+:$PYTHONPATH}} '
             f'exec {shlex.quote(sys.executable)} -m kbench.slots {kind} {shlex.quote(compiler)} "$@"\n')
     if path.is_file() and path.read_text() == text:
