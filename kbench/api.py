@@ -91,7 +91,7 @@ class Judge:
 
     def _run(self, files: list[tuple[Path, Path]]) -> Iterator[tuple[tuple[Path, Path], Result]]:
         """(pair, result) as each finishes; the run goes on in a thread of its own."""
-        from kbench.results import append_row
+        from kbench.results_csv import append_row
         from kbench.runner import new_run_id
         from kbench.scheduler import run_pairs
 

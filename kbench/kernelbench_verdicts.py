@@ -19,7 +19,8 @@ from rich.text import Text
 from kbench import stats
 from kbench.build import first_error_line
 from kbench.report import REASON_CHARACTERS, Column, fitted_table, format_error, format_status
-from kbench.results import Status, read_rows
+from kbench.results import Status
+from kbench.results_csv import read_rows
 from kbench.solution import KERNELBENCH_RUN_NAME
 
 EVAL_RESULTS = "eval_results.json"

@@ -1,12 +1,8 @@
-"""Result records and the results CSV, appended one row at a time as each result exists."""
+"""Result records: Identity (what was judged), Outcome (what was found), Result (both, one row of the results)."""
 
 from __future__ import annotations
 
-import csv
-import json
-import os
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 
 from kbench import stats
 
@@ -288,45 +284,3 @@ def _decoded(cls, data: dict) -> dict:
     data["baselines"] = tuple((name, _timing(timing)) for name, timing in data.get("baselines") or ())
     data["flags"] = tuple(data.get("flags") or ())
     return data
-
-
-def append_row(path: Path, row: dict) -> None:
-    """Append one row, writing the header first; a file with other columns is rewritten with the union.
-
-    Each append opens, writes and closes the file, so a crash or Ctrl-C leaves a valid CSV.
-    Lists (raw timing samples) are stored as JSON text.
-    """
-    row = {name: json.dumps(value) if isinstance(value, list) else value for name, value in row.items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    header = _read_header(path)
-    if header is None:
-        _write_rows(path, list(row), [row])
-    elif header == list(row):
-        with path.open("a", newline="") as handle:
-            csv.DictWriter(handle, fieldnames=header).writerow(row)
-    else:
-        with path.open(newline="") as handle:
-            existing = list(csv.DictReader(handle))
-        union = header + [name for name in row if name not in header]
-        _write_rows(path, union, existing + [row])
-
-
-def read_rows(path: Path) -> list[dict]:
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def _read_header(path: Path) -> list[str] | None:
-    if not path.exists() or path.stat().st_size == 0:
-        return None
-    with path.open(newline="") as handle:
-        return next(csv.reader(handle), None)
-
-
-def _write_rows(path: Path, header: list[str], rows: list[dict]) -> None:
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    with temporary.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=header, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(temporary, path)

@@ -6,7 +6,8 @@ import fnmatch
 from pathlib import Path
 
 from kbench.config import RunConfig
-from kbench.results import Status, read_rows
+from kbench.results import Status
+from kbench.results_csv import read_rows
 from kbench.runner import file_hash
 from kbench.solution import Unpaired, find_pairs
 

@@ -15,7 +15,8 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeRemainingColumn)
 
 from kbench.report import FAILURES_SHOWN
-from kbench.results import Status, append_row
+from kbench.results import Status
+from kbench.results_csv import append_row
 
 
 def wide_console() -> Console:

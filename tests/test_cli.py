@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from kbench.results import read_rows
+from kbench.results_csv import read_rows
 
 from conftest import PROBLEMS, REPO, SOLUTIONS
 

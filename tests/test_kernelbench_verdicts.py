@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 
 from kbench.kernelbench_verdicts import compare, comparison_renderables, folder_level, read_verdicts
-from kbench.results import CheckResult, Identity, Outcome, Result, Timing, append_row
+from kbench.results import CheckResult, Identity, Outcome, Result, Timing
+from kbench.results_csv import append_row
 
 from conftest import REPO
 from test_cli import kbench

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kbench.build import first_error_line
-from kbench.results import (CheckResult, ClockRecord, Identity, Outcome, Result, SweepResult, Timing, append_row,
-                            read_rows)
+from kbench.results import CheckResult, ClockRecord, Identity, Outcome, Result, SweepResult, Timing
+from kbench.results_csv import append_row, read_rows
 from kbench.runner import identify
 from kbench.solution import PairingError, Solution, pair_problem
 

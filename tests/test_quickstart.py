@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from kbench.results import read_rows
+from kbench.results_csv import read_rows
 
 from conftest import REPO
 

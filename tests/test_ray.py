@@ -19,7 +19,8 @@ ray = pytest.importorskip("ray", reason="needs Ray: pip install -e '.[ray]'")
 
 from kbench.config import RunConfig
 from kbench.ray_executor import NodeJob, run_on_node
-from kbench.results import Status, read_rows
+from kbench.results import Status
+from kbench.results_csv import read_rows
 from kbench.runner import identify
 from kbench.sweep import select_pairs
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from kbench import summary
-from kbench.results import read_rows
+from kbench.results_csv import read_rows
 
 from conftest import PROBLEMS, SOLUTIONS
 from test_cli import kbench

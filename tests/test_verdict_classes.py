@@ -10,7 +10,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from kbench.results import Status, read_rows
+from kbench.results import Status
+from kbench.results_csv import read_rows
 from kbench.runner import evaluate
 
 from conftest import PROBLEMS, REPO, SOLUTIONS
