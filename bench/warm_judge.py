@@ -6,7 +6,8 @@ second batch new candidates, so builds are not what is measured), and the second
 RUN_FOLDER holds KernelBench run files (level_<L>_problem_<ID>_sample_<S>_kernel.py), paired by level and id with
 KERNELBENCH_ROOT's problems; the first 2 x --per-batch files that pair are used, as source text (a training
 loop holds the text, not files). Every batch is built cold (a fresh build cache per batch). Prints, per batch,
-its wall time, its longest build, its evaluations' summed time, and the overhead per candidate beyond them.
+its wall time, its longest build, its evaluations' summed time, and the GPU time per candidate not spent
+evaluating (waiting for builds, and kbench's own overhead: an upper bound on the latter).
 """
 
 from __future__ import annotations
@@ -32,17 +33,19 @@ def own_seconds(results) -> tuple[float, float]:
     return longest_build, evaluations
 
 
-def report(name: str, wall_s: float, results) -> None:
-    """The batch's wall time beside its longest build and its evaluations; what is left, per candidate, is the
-    overhead (an estimate: evaluations start while later builds still run)."""
+def report(name: str, wall_s: float, results, devices: int = 1) -> None:
+    """The batch's wall time beside its longest build and its evaluations. Builds run beside the evaluations,
+    so what bounds kbench's own overhead is the time the GPUs did not evaluate: waiting for builds (the first
+    one at least) plus whatever kbench spends between evaluations."""
     longest_build, evaluations = own_seconds(results)
     count = max(1, len(results))
     statuses = {}
     for result in results:
         statuses[result.status] = statuses.get(result.status, 0) + 1
-    overhead = max(0.0, wall_s - evaluations - longest_build) / count
+    idle = max(0.0, wall_s - evaluations / devices) / count
     print(f"{name:24} {len(results):3d} candidates  wall {wall_s:7.1f} s  longest build {longest_build:6.1f} s  "
-          f"evaluations {evaluations:6.1f} s  overhead/candidate {overhead:5.2f} s  {statuses}")
+          f"evaluations {evaluations:6.1f} s on {devices} device(s)  GPU idle/candidate {idle:5.2f} s "
+          f"(bounds the overhead)  {statuses}")
 
 
 def main() -> None:
@@ -64,7 +67,7 @@ def main() -> None:
                 judge.config = replace(config, cache_dir=Path(scratch) / f"batch{index}")  # cold builds
                 started = time.monotonic()
                 results = judge.judge_many([(problem.read_text(), solution.read_text()) for problem, solution in batch])
-                report(f"warm judge, batch {index + 1}", time.monotonic() - started, results)
+                report(f"warm judge, batch {index + 1}", time.monotonic() - started, results, len(judge.devices))
         second = Path(scratch) / "second"
         second.mkdir()
         for problem, solution in batches[1]:
