@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 from pathlib import Path
@@ -28,7 +29,11 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory) -> Path:
-    """One build cache for the whole session: each C++ fixture builds once (about 30 s each here)."""
+    """One build cache for the whole session, shared by pytest-xdist's workers: each C++ fixture builds once."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "kbench-cache"  # the run's folder, above each worker's
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("kbench-cache")
 
 
@@ -62,9 +67,13 @@ def cpu_config(cache_dir) -> RunConfig:
     executor = LocalExecutor()
     first_of_each_flag_set = {_cflags(solution): (problem, solution) for problem, solution in reversed(CPP_FIXTURES)}
     later = [pair for pair in CPP_FIXTURES if pair not in first_of_each_flag_set.values()]
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        for pairs in (list(first_of_each_flag_set.values()), later):
-            list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), pairs))
+    with (cache_dir / "fixtures.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one xdist worker builds; the others wait, then find the builds there
+        if not (cache_dir / "fixtures.built").exists():
+            with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+                for pairs in (list(first_of_each_flag_set.values()), later):
+                    list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), pairs))
+            (cache_dir / "fixtures.built").touch()
     return config
 
 
