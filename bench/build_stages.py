@@ -1,13 +1,13 @@
 """Where a candidate's build spends CPU time, stage by stage, with and without kbench's precompiled header.
 
-    PYTHONPATH=$PWD python3 bench/build_stages.py PROBLEMS SOLUTION... [--cache-dir DIR]
+    PYTHONPATH=$PWD python3 bench/build_stages.py PROBLEMS SOLUTION... [--cache-dir DIR] [--device cuda]
 
 Each solution is built once through kbench, in order, into one cold cache (so its build folders and the
-cache's precompiled header exist; the first solution's build makes the header), then every command of each extension's build is run again, one at a time, timed as CPU seconds
-(user + system of the command and its children): the C++ bindings file with torch's headers parsed (torch's
-way) and precompiled (kbench's), nvcc's steps one by one (from `nvcc --dryrun`: the preprocessor passes,
-cicc, ptxas, fatbinary, cudafe++ and the host compile), and the link. Prints one row per stage: files,
-median and total CPU seconds.
+cache's precompiled header exist; the first solution's build makes the header). Then every command of each
+extension's build is run again, one at a time, timed as CPU seconds (user + system of the command and its
+children): the C++ bindings file with torch's headers parsed (torch's way) and precompiled (kbench's), nvcc's
+steps one by one (from `nvcc --dryrun`: the preprocessor passes, cicc, ptxas, fatbinary, cudafe++ and the host
+compile), and the link. Prints one row per stage: files, median and total CPU seconds.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from kbench.build import versions_tag
 from kbench.config import RunConfig
 from kbench.scheduler import LocalExecutor
-from kbench.solution import find_pairs
+from kbench.solution import PairingError, pair_problem
 
 
 def cpu_seconds(command: str, folder: Path, environment: dict | None = None) -> float:
@@ -95,13 +95,14 @@ def main() -> None:
     per_stage: dict[str, list[float]] = defaultdict(list)
     real_cxx = os.environ.get("CXX", "c++")
     for solution in arguments.solutions:
-        pairs, _ = find_pairs(arguments.problems, solution)
-        if not pairs:
-            print(f"{solution.name}: no problem pairs with it")
+        try:
+            problem = pair_problem(solution, [arguments.problems])
+        except PairingError as error:
+            print(f"{solution.name}: {error}")
             continue
         extensions = Path(arguments.cache_dir, "extensions", versions_tag())
         before = set(extensions.glob("*/build.ninja"))
-        result = LocalExecutor().build(pairs[0], config, arguments.device, "", 2)
+        result = LocalExecutor().build((problem, solution), config, arguments.device, "", 2)
         if result.status != "built":
             print(f"{solution.name}: {result.status}: {result.message[:60]}")
             continue

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.skipif(shutil.which("c++") is None, reason="needs a C++
 STAND_IN = """#pragma once
 #include <vector>
 #include <numeric>
-template <typename T> T total(const std::vector<T>& values) { return std::accumulate(values.begin(), values.end(), T()); }
+template <typename T> T total(const std::vector<T>& values) {
+    return std::accumulate(values.begin(), values.end(), T());
+}
 inline int answer() { return 42; }
 """
 
@@ -42,7 +44,8 @@ def compile_arguments(tree, *flags, name="ext_a", output="main.o"):
 
 
 def disassembly(path: Path) -> list[str]:
-    return subprocess.run(["objdump", "-d", str(path)], capture_output=True, text=True, check=True).stdout.splitlines()[2:]
+    listing = subprocess.run(["objdump", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+    return listing.splitlines()[2:]  # after the file's name
 
 
 def test_a_compile_uses_the_header_and_writes_the_same_object(tree):
