@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 from kbench import stats
 
@@ -145,51 +145,37 @@ class Outcome:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Outcome":
-        return cls(**_decoded(cls, data))
+        return cls(**_outcome_fields(data))
 
 
 @dataclass(frozen=True)
 class Result:
-    """One row of the results: an Identity, an Outcome, and when it was recorded."""
+    """One row of the results: an Identity (what was judged), an Outcome (what was found), when it was recorded
+    and how long it took. Every field of the two reads through: `result.status` is `result.outcome.status`."""
 
-    problem: str
-    solution: str
-    status: str
-    message: str = ""
-    solution_hash: str = ""
-    problem_path: str = ""
-    problem_hash: str = ""
-    settings: str = ""
-    check: CheckResult | None = None
-    reference_timing: Timing | None = None
-    candidate_timing: Timing | None = None
-    baselines: tuple[tuple[str, Timing], ...] = ()
-    reference_alone: Timing | None = None
-    sweep: SweepResult | None = None
-    clocks: ClockRecord | None = None
-    flags: tuple[str, ...] = ()
-    build_s: float | None = None
-    build_reused: bool | None = None
-    log_path: str = ""
-    device: str = ""
-    device_name: str = ""
-    torch_version: str = ""
-    cuda_version: str = ""
-    policy: str = ""
-    sizes: str = ""
-    wall_s: float | None = None            # wall time of the whole evaluation, as the parent saw it
-    cpu_s: float | None = None
-    phase_s: str = ""
+    identity: Identity
+    outcome: Outcome
     time: str = ""                         # when the result was recorded (ISO 8601, UTC)
-    run_id: str = ""
+    wall_s: float | None = None            # wall time of the whole evaluation, as the parent saw it
 
     @classmethod
     def of(cls, identity: Identity, outcome: Outcome, *, time: str = "", wall_s: float | None = None) -> "Result":
-        return cls(**_shallow(identity), **_shallow(outcome), time=time, wall_s=wall_s)
+        return cls(identity, outcome, time, wall_s)
 
-    @property
-    def identity(self) -> Identity:
-        return Identity(**{f.name: getattr(self, f.name) for f in fields(Identity)})
+    @classmethod
+    def from_fields(cls, *, time: str = "", wall_s: float | None = None, **named) -> "Result":
+        """A result from fields by name, each to its record (Identity's or Outcome's): a row made by hand."""
+        identity_names = {f.name for f in fields(Identity)}
+        unknown = set(named) - identity_names - {f.name for f in fields(Outcome)}
+        if unknown:
+            raise TypeError(f"Result has no field(s) {sorted(unknown)}")
+        return cls(Identity(**{name: value for name, value in named.items() if name in identity_names}),
+                   Outcome(**{name: value for name, value in named.items() if name not in identity_names}),
+                   time, wall_s)
+
+    def with_outcome(self, **changes) -> "Result":
+        """The same row with some of the outcome's fields changed."""
+        return replace(self, outcome=replace(self.outcome, **changes))
 
     @property
     def speedup(self) -> float | None:
@@ -212,11 +198,13 @@ class Result:
         return self.status == Status.CORRECT
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """One flat record: the identity's fields, the outcome's, time and wall_s."""
+        return {**asdict(self.identity), **asdict(self.outcome), "time": self.time, "wall_s": self.wall_s}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Result":
-        return cls(**_decoded(cls, data))
+        identity = Identity(**{f.name: data[f.name] for f in fields(Identity) if f.name in data})
+        return cls(identity, Outcome.from_dict(data), data.get("time") or "", data.get("wall_s"))
 
     def to_row(self) -> dict:
         """Flat CSV row: empty cells (not sentinel numbers) where a value does not exist."""
@@ -261,9 +249,13 @@ class Result:
                 "sweep_failure": sweep.first_failure if sweep else None}
 
 
-def _shallow(record) -> dict:
-    """A dataclass's fields as a dict, nested records left as they are (asdict would copy them into dicts)."""
-    return {f.name: getattr(record, f.name) for f in fields(record)}
+def _read_through(part: str, name: str) -> property:
+    return property(lambda result: getattr(getattr(result, part), name), doc=f"{part}.{name}")
+
+
+for _part, _record in (("identity", Identity), ("outcome", Outcome)):
+    for _field in fields(_record):
+        setattr(Result, _field.name, _read_through(_part, _field.name))
 
 
 def _timing(data: dict) -> Timing:
@@ -271,10 +263,10 @@ def _timing(data: dict) -> Timing:
                   others_cpu_ms=tuple(data.get("others_cpu_ms") or ()))
 
 
-def _decoded(cls, data: dict) -> dict:
-    """Keyword arguments of `cls` (Outcome or Result) from its JSON form: nested records rebuilt, unknown keys
-    dropped (rows written by other versions)."""
-    data = {name: value for name, value in data.items() if name in {f.name for f in fields(cls)}}
+def _outcome_fields(data: dict) -> dict:
+    """Outcome's keyword arguments from its JSON form (or a Result's): nested records rebuilt, other keys
+    dropped (the identity's, or rows written by other versions)."""
+    data = {name: value for name, value in data.items() if name in {f.name for f in fields(Outcome)}}
     for key, record in (("check", CheckResult), ("sweep", SweepResult), ("clocks", ClockRecord)):
         if data.get(key) is not None:
             data[key] = record(**data[key])

@@ -11,7 +11,6 @@ import os
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -255,8 +254,8 @@ class _PairRun:
         to_build, ready_to_evaluate = plan_builds(self.pairs, self.config)
         for index in ready_to_evaluate:
             with self.lock:
-                self.on_built(Result(problem=self.pairs[index][0].stem, solution=str(self.pairs[index][1]),
-                                     status=Status.BUILT))
+                self.on_built(Result.from_fields(problem=self.pairs[index][0].stem,
+                                                 solution=str(self.pairs[index][1]), status=Status.BUILT))
             self.ready.put((index, None))
         builders = ThreadPoolExecutor(max_workers=self.executor.start_builds(self.jobs))
         try:
@@ -309,5 +308,5 @@ class _PairRun:
             self.on_progress(self.pairs[index], None)
             if built is not None and built.build_s is not None:
                 # Report the build as the build phase saw it, not the cache hit that followed.
-                result = replace(result, build_s=built.build_s, build_reused=built.build_reused)
+                result = result.with_outcome(build_s=built.build_s, build_reused=built.build_reused)
             self.record(index, result)

@@ -52,7 +52,7 @@ def sample_result(**changes) -> Result:
                   reference_timing=Timing((2.0, 2.0, 4.0), "host-clock"),
                   candidate_timing=Timing((1.0, 1.0, 1.0), "host-clock"))
     fields.update(changes)
-    return Result(**fields)
+    return Result.from_fields(**fields)
 
 
 def test_result_round_trips_and_derives_speedup():
@@ -167,7 +167,7 @@ def test_flags_survive_the_csv_both_ways(tmp_path):
     import kbench
     from kbench import summary
 
-    result = Result(problem="p", solution="s.py", status="correct", flags=("sweep_failed", "calls_reference_op"))
+    result = Result.from_fields(problem="p", solution="s.py", status="correct", flags=("sweep_failed", "calls_reference_op"))
     append_row(tmp_path / "r.csv", result.to_row())
     assert kbench.read_results(tmp_path / "r.csv")["flags"][0] == ["sweep_failed", "calls_reference_op"]
     row = summary.load(tmp_path / "r.csv").iloc[0]

@@ -119,7 +119,7 @@ def test_throttle_is_a_warning_that_never_changes_a_verdict_even_under_strict():
 
 def test_clock_record_survives_the_result_round_trip_and_lands_in_the_csv_row():
     clocks = ClockRecord.from_readings([ClockReading(1980.0, 55.0), ClockReading(1700.0, 71.0)])
-    result = Result(problem="p", solution="s", status=Status.CORRECT, clocks=clocks)
+    result = Result.from_fields(problem="p", solution="s", status=Status.CORRECT, clocks=clocks)
     assert Result.from_dict(json.loads(json.dumps(result.to_dict()))) == result
     row = result.to_row()
     assert row["sm_mhz_start"] == 1980.0 and row["sm_mhz_min"] == 1700.0 and row["temperature_c_end"] == 71.0

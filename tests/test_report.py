@@ -95,9 +95,9 @@ def test_tables_at_80_columns_never_cut_status_or_speedup(tmp_path):
         assert status in text
     for speedup in result.best["best_speedup"].dropna():
         assert f"{speedup:.3g}x" in text
-    results = [Result(problem=LONG, solution="runs/level1/level_1_problem_75_sample_0_kernel.py",
+    results = [Result.from_fields(problem=LONG, solution="runs/level1/level_1_problem_75_sample_0_kernel.py",
                       status="compile_error", message="cuda.cu(79): error: " + "x" * 120),
-               Result(problem="swish", solution="examples/solutions/swish/cpp.py", status="correct",
+               Result.from_fields(problem="swish", solution="examples/solutions/swish/cpp.py", status="correct",
                       check=CheckResult(5, 5, 1e-7), reference_timing=Timing((0.35, 0.36), "host-clock"),
                       candidate_timing=Timing((1.1, 1.2), "host-clock"))]
     text = render([results_table(results, "kbench eval on cpu", width=80)], 80)
@@ -237,10 +237,10 @@ def test_noisy_timing_needs_a_spread_past_half_the_median():
 def test_the_terminal_says_to_rerun_noisy_results_on_a_quiet_machine(capsys):
     from kbench.terminal import warn_if_noisy
 
-    warn_if_noisy([Result(problem="a", solution="a.py", status="correct", flags=("noisy_timing",)),
-                   Result(problem="b", solution="b.py", status="correct")])
+    warn_if_noisy([Result.from_fields(problem="a", solution="a.py", status="correct", flags=("noisy_timing",)),
+                   Result.from_fields(problem="b", solution="b.py", status="correct")])
     assert "1 result(s)" in capsys.readouterr().err
-    warn_if_noisy([Result(problem="b", solution="b.py", status="correct")])
+    warn_if_noisy([Result.from_fields(problem="b", solution="b.py", status="correct")])
     assert capsys.readouterr().err == ""
 
 
