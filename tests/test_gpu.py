@@ -162,6 +162,49 @@ def test_a_gigabyte_output_is_judged_through_the_arenas(gpu_cache_dir):
     assert result.status == Status.CORRECT and not set(result.flags) & set(REJECTING), result.message
 
 
+def test_a_build_creates_no_cuda_context(tmp_path):
+    """Builds only compile: with 128 at once on a 64-core host, each build's judge and runners creating a CUDA
+    context on cuda:0 ran it out of memory before anything was judged. nvidia-smi, polled while a CUDA solution
+    builds cold, never lists the build's judge or its runners."""
+    import subprocess
+    import threading
+
+    from kbench.runner import evaluate
+
+    def on_gpu() -> set[int]:
+        listing = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],
+                                 capture_output=True, text=True).stdout
+        return {int(line) for line in listing.split() if line.strip().isdigit()}
+
+    def parent_of(pid: int) -> int | None:
+        try:
+            return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
+
+    seen, builds, done = set(), set(), threading.Event()
+
+    def record(progress) -> None:  # the build's runners, and the judge that started them
+        for runner in progress.runner_sessions:
+            builds.update(pid for pid in (runner, parent_of(runner)) if pid)
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.update(on_gpu())
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    config = RunConfig(device="cuda", cache_dir=tmp_path / "cache", time=False)
+    try:
+        built = evaluate(PROBLEMS / "convt1d.py", SOLUTIONS / "convt1d" / "seed000_convt1d.py", config,
+                         device="cuda:0", build_only=True, on_progress=record)
+    finally:
+        done.set()
+        watcher.join()
+    assert built.status == Status.BUILT and not built.build_reused, built.message
+    assert builds, "the build's processes were never seen"
+    assert not seen & builds, f"the build's processes with a CUDA context: {seen & builds}"
+
+
 def test_compile_error_names_the_redeclared_variable(seed_results):
     result = seed_results["convt1d/seed001_convt1d.py"]
     assert "error" in result.message and "threadsPerBlock" in result.message
