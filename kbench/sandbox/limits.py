@@ -131,10 +131,13 @@ def _landlock(writable: list[Path]) -> list[str]:
 
 def signals_scoped_here() -> bool:
     """Whether confine() can keep a runner's signals to itself here (Landlock ABI 6 or later)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    return _libc().syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
-                           ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION)) >= 6
+    return sys.platform.startswith("linux") and _landlock_abi(_libc()) >= 6
+
+
+def _landlock_abi(libc) -> int:
+    """The kernel's Landlock ABI version (negative: none)."""
+    return libc.syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
+                        ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
 
 
 class _RulesetAttributes(ctypes.Structure):  # struct landlock_ruleset_attr, as of ABI 6
@@ -145,8 +148,7 @@ class _RulesetAttributes(ctypes.Structure):  # struct landlock_ruleset_attr, as 
 def _scope_signals(libc) -> list[str]:
     """A Landlock domain that scopes signals: from here on this process and its children may signal only
     each other. (The `landlock` package has no scopes yet: two system calls; needs no_new_privs, set above.)"""
-    version = libc.syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
-                           ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    version = _landlock_abi(libc)
     if version < 6:
         return [f"signals to other processes not blocked (Landlock ABI {max(version, 0)}, scopes need 6)"]
     attributes = _RulesetAttributes(0, 0, _LANDLOCK_SCOPE_SIGNAL)
