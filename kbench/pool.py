@@ -50,13 +50,14 @@ class WorkerPool:
     # --- running a job ---------------------------------------------------------------------------
 
     def run(self, job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
-            device: str, while_waiting: Callable[[], None] = lambda: None) -> int | None:
+            device: str, while_waiting: Callable[[], None] = lambda: None, warm: bool = True) -> int | None:
         """Run one job in a worker; kill the worker's session when done or out of time. Returns the exit
         code (negative: killed by that signal), or None on timeout. `while_waiting` runs about every
-        WAIT_STEP_S while the worker runs (to show its progress)."""
+        WAIT_STEP_S while the worker runs (to show its progress). `warm`: a waiting worker (its CUDA contexts
+        made) may take the job; a build, which needs none, gets a fresh one."""
         generation = self._generation
         with log_path.open("ab") as log:
-            if extra_environment:
+            if extra_environment or not warm:
                 process = self._start([str(job_path)], log, environment(extra_environment), generation)
             else:
                 process = self._adopt(self._take_waiting(device), generation)

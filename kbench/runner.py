@@ -97,7 +97,7 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
             if on_progress is not None:
                 on_progress(ProgressRecord.load(Path(job.progress_path)))
         returncode = worker_pool().run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment,
-                                       device, while_waiting=report_progress)
+                                       device, while_waiting=report_progress, warm=not build_only)
         progress = ProgressRecord.load(Path(job.progress_path))
         if returncode != 0:  # a judge killed or dead left its runners' sessions
             for session in progress.runner_sessions:

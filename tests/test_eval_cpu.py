@@ -200,6 +200,19 @@ def test_waiting_workers_are_replaced_after_use_or_death_and_stopped(cpu_config)
     assert pool.waiting("cpu") == [] and all(p.poll() is not None for p in fresh)
 
 
+def test_a_build_never_takes_a_waiting_worker(cpu_config):
+    """A waiting worker has made its CUDA contexts (on a GPU); a build needs none, so it gets a fresh worker
+    and the waiting ones stay waiting."""
+    from kbench.pool import worker_pool
+
+    pool = worker_pool()
+    pool.prestart("cpu")
+    waiting = {process.pid for process in pool.waiting("cpu")}
+    built = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", cpu_config, build_only=True)
+    assert built.status == Status.BUILT, built.message
+    assert waiting and {process.pid for process in pool.waiting("cpu")} == waiting
+
+
 def test_waiting_workers_serve_only_the_gpus_visible_when_they_started(cpu_config, monkeypatch, tmp_path):
     # A Ray worker runs each task under the CUDA_VISIBLE_DEVICES Ray chose for it; a waiting worker started
     # under another value would evaluate on another task's GPU.
