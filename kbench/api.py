@@ -158,14 +158,10 @@ def results_frame(results: Iterable[Result]):
 def read_results(csv_path: str | os.PathLike, latest: bool = False):
     """A results CSV as a pandas DataFrame: numbers as floats, `flags` as lists of names, the timing samples
     as numpy arrays, `time` as timestamps. `latest`: only each (problem, solution)'s latest row."""
-    import pandas as pd
+    from kbench import summary
 
-    frame = pd.read_csv(csv_path, dtype={"solution_hash": str, "problem_hash": str, "settings": str, "run_id": str,
-                                         "flags": str, "sizes": str, "message": str, "first_mismatch": str,
-                                         "sweep_failure": str})
-    if latest and not frame.empty:
-        frame = frame.drop_duplicates(subset=["problem", "solution"], keep="last").reset_index(drop=True)
-    return _typed(frame)
+    frame = summary.read(csv_path)
+    return _typed(summary.latest(frame) if latest else frame)
 
 
 def _typed(frame):

@@ -30,15 +30,29 @@ BEST_COLUMNS = ["problem", "solutions", "correct", "best_solution", "best_speedu
 FAILURE_COLUMNS = ["status", "problem", "solution", "reason"]
 
 
-def load(path: Path, run_id: str | None = None) -> pd.DataFrame:
-    """Read a results CSV; keep each (problem, solution)'s latest row (a re-run replaces the old one)."""
-    frame = pd.read_csv(path, dtype={"solution_hash": str, "problem_hash": str, "settings": str, "run_id": str,
-                                     "flags": str, "sizes": str, "message": str})
-    if run_id:
-        frame = frame[frame["run_id"] == run_id]
+# Columns of text that can look like numbers, or be empty throughout: read as text.
+TEXT_COLUMNS = ("solution_hash", "problem_hash", "settings", "run_id", "flags", "sizes", "message", "first_mismatch",
+                "sweep_failure")
+
+
+def read(path) -> pd.DataFrame:
+    """Every row of a results CSV, its text columns as text."""
+    return pd.read_csv(path, dtype=dict.fromkeys(TEXT_COLUMNS, str))
+
+
+def latest(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each (problem, solution)'s latest row: a re-run replaces the old one."""
     if frame.empty:
         return frame
     return frame.drop_duplicates(subset=["problem", "solution"], keep="last").reset_index(drop=True)
+
+
+def load(path: Path, run_id: str | None = None) -> pd.DataFrame:
+    """Read a results CSV; keep each (problem, solution)'s latest row (of run `run_id`, when given)."""
+    frame = read(path)
+    if run_id:
+        frame = frame[frame["run_id"] == run_id]
+    return latest(frame)
 
 
 def _text(row, column: str) -> str:
