@@ -67,11 +67,12 @@ class KbenchEvidence:
     @classmethod
     def of_row(cls, row: dict) -> "KbenchEvidence":
         text = lambda column: (row.get(column) or "").strip()
+        number = lambda column: stats.finite_number(row.get(column))
         return cls(solution=text("solution"), status=text("status"), message=text("message"), flags=text("flags"),
-                   first_mismatch=text("first_mismatch"), max_abs_err=stats.finite_number(row.get("max_abs_err")),
-                   norm_err=stats.finite_number(row.get("norm_err")), truth_trials=int(stats.finite_number(row.get("truth_trials")) or 0),
-                   truth_candidate_err=stats.finite_number(row.get("truth_candidate_err")),
-                   truth_reference_err=stats.finite_number(row.get("truth_reference_err")))
+                   first_mismatch=text("first_mismatch"), max_abs_err=number("max_abs_err"),
+                   norm_err=number("norm_err"), truth_trials=int(number("truth_trials") or 0),
+                   truth_candidate_err=number("truth_candidate_err"),
+                   truth_reference_err=number("truth_reference_err"))
 
     @property
     def correct(self) -> bool:

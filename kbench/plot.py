@@ -61,8 +61,8 @@ def plot_best(best, path, title: str = "kbench: best speedup per problem") -> No
     low, high = _limits([row["best_speedup"] for row in rows if _solved(row)])
     for index, row in enumerate(rows):
         _draw_row(axis, index, row)
-    axis.set_yticks(range(len(rows)), [problem_label(str(row["problem"]), row.get("level"), LABEL_CHARACTERS) for row in rows],
-                    fontsize=8)
+    labels = [problem_label(str(row["problem"]), row.get("level"), LABEL_CHARACTERS) for row in rows]
+    axis.set_yticks(range(len(rows)), labels, fontsize=8)
     axis.set_ylim(-0.7, len(rows) - 0.3)
     _log_axis(axis, low, high)
     axis.set_xlabel("best speedup over the reference (log scale)")

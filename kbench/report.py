@@ -321,7 +321,8 @@ def summary_markdown(summary, failures_limit: int | None = FAILURES_SHOWN) -> st
     speedup = lambda value: "-" if stats.finite_number(value) is None else f"{stats.finite_number(value):.3g}x"
     best = [[row["problem"], row["solutions"], row["correct"],
              row["best_solution"] if isinstance(row["best_solution"], str) else "-",
-             format_ms(stats.finite_number(row["ref_median_ms"])), format_ms(stats.finite_number(row["cand_median_ms"])),
+             format_ms(stats.finite_number(row["ref_median_ms"])),
+             format_ms(stats.finite_number(row["cand_median_ms"])),
              speedup(row["best_speedup"])] for row in summary.best.to_dict("records")]
     lines = _markdown(["problem", "solutions", "correct", "best solution", "ref ms", "cand ms", "speedup"], best,
                       {"solutions", "correct", "ref ms", "cand ms", "speedup"})

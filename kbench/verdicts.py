@@ -99,7 +99,8 @@ def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float],
     why = (f"the judge saw each call take {bound.unclocked:.3g} ms more than the {bound.timed:.3g} ms the "
            f"candidate's timer reported, beyond the protocol's own {bound.protocol:.3g} ms")
     if bound.unclocked > bound.rejecting:
-        return flags.TIMING_MISMATCH, f"work outside the candidate's timer: {why} (rejected from {bound.rejecting:.3g} ms)"
+        return flags.TIMING_MISMATCH, (f"work outside the candidate's timer: {why} "
+                                       f"(rejected from {bound.rejecting:.3g} ms)")
     if bound.unclocked > bound.noting:
         return flags.UNCLOCKED_TIME, f"time outside the candidate's timer: {why} (noted from {bound.noting:.3g} ms)"
     return None
