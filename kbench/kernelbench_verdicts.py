@@ -138,7 +138,7 @@ def compare(kernelbench: Path, csv_path: Path, run_id: str | None = None) -> Com
     kbench rows of `csv_path` (those of `run_id` only, when given). ValueError when either cannot be read."""
     path = eval_results_path(kernelbench)
     rows = [row for row in read_rows(csv_path) if not run_id or row.get("run_id") == run_id]
-    level = folder_level(path.parent) or rows_level(rows)
+    level = run_folder_level(path.parent) or rows_level(rows)
     verdicts = read_verdicts(path, level)
     return join(verdicts, kbench_rows(rows, level, path.parent), level, str(path))
 
@@ -151,7 +151,7 @@ def eval_results_path(path: Path) -> Path:
     return path / EVAL_RESULTS
 
 
-def folder_level(folder: Path) -> int | None:
+def run_folder_level(folder: Path) -> int | None:
     """The level of a run folder, from its candidates' names (eval_results.json does not record it); None when
     it holds none."""
     levels = {int(match.group(1)) for match in map(_run_name, folder.iterdir()) if match}

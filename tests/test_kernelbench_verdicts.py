@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from kbench.kernelbench_verdicts import compare, comparison_renderables, folder_level, read_verdicts
+from kbench.kernelbench_verdicts import compare, comparison_renderables, read_verdicts, run_folder_level
 from kbench.results import CheckResult, Identity, Outcome, Result, Timing
 from kbench.results_csv import append_row
 
@@ -112,7 +112,8 @@ def run(tmp_path) -> tuple[Path, Path]:
 
 def test_reads_eval_results_into_records_with_a_one_line_summary(run):
     folder, _ = run
-    verdicts = {(v.problem_id, v.sample): v for v in read_verdicts(folder / "eval_results.json", folder_level(folder))}
+    read = read_verdicts(folder / "eval_results.json", run_folder_level(folder))
+    verdicts = {(v.problem_id, v.sample): v for v in read}
     assert len(verdicts) == 9 and {v.level for v in verdicts.values()} == {1}
     assert verdicts[1, 0].status == "correct" and verdicts[1, 0].runtime_ms == 21.8
     assert verdicts[1, 0].summary == "trials (5 / 5)"
@@ -232,7 +233,7 @@ CORPUS_L1 = REPO.parent / "shared" / "corpus" / "deepseek_v4_pro_l1"
 @pytest.mark.skipif(not (CORPUS_L1 / "eval_results.json").is_file(), reason="needs the corpus's l1 run folder")
 def test_real_level1_run_matches_its_readme():
     """54 files: 24 correct, 10 compiled but not correct, 20 not compiled or missing."""
-    verdicts = read_verdicts(CORPUS_L1 / "eval_results.json", folder_level(CORPUS_L1))
+    verdicts = read_verdicts(CORPUS_L1 / "eval_results.json", run_folder_level(CORPUS_L1))
     assert len(verdicts) == 54 and {v.level for v in verdicts} == {1}
     assert Counter(v.status for v in verdicts) == {"correct": 24, "incorrect": 10, "not compiled": 20}
     assert all(v.summary and "\n" not in v.summary for v in verdicts)
