@@ -6,7 +6,7 @@
 
 Everything goes through files under OUT, so a call cut off half-way leaves what it finished, and `table` can be
 run again on them later. KernelBench's side runs in subprocesses given PYTHONPATH=SITE (pydantic) and nothing of
-kbench's; this file imports kbench only in `table`, to read kbench's CSV.
+kbench's; this file reads run names, eval_results.json and kbench's CSV with kbench's own readers (no torch).
 """
 
 from __future__ import annotations
@@ -22,12 +22,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-NAME = re.compile(r"level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
+from kbench.kernelbench_verdicts import EVAL_RESULTS, read_verdicts, run_folder_level
+from kbench.solution import KERNELBENCH_RUN_NAME
+from kbench.stats import finite_number
+
 WIDTH = 80
 
 
 def candidate_key(path: Path) -> tuple[int, int, int]:
-    level, problem_id, sample = NAME.search(path.name).groups()
+    level, problem_id, sample = KERNELBENCH_RUN_NAME.search(path.name).groups()
     return int(level), int(problem_id), int(sample)
 
 
@@ -35,23 +38,14 @@ def candidate_key(path: Path) -> tuple[int, int, int]:
 
 
 def compiled_samples(run: Path) -> set[tuple[int, int]]:
-    """(problem id, sample) of every candidate the run folder's eval_results.json says KernelBench compiled. Its
-    layouts, keyed by problem id: a list of entries with sample_id (today's), one entry, a map of sample to entry."""
-    compiled = set()
-    for problem_id, value in json.loads((run / "eval_results.json").read_text()).items():
-        if isinstance(value, list):
-            entries = [(entry.get("sample_id", index), entry) for index, entry in enumerate(value)]
-        elif "compiled" in value:
-            entries = [(value.get("sample_id", 0), value)]
-        else:
-            entries = [(entry.get("sample_id", sample), entry) for sample, entry in value.items()]
-        compiled |= {(int(problem_id), int(sample)) for sample, entry in entries if entry.get("compiled")}
-    return compiled
+    """(problem id, sample) of every candidate the run folder's eval_results.json says KernelBench compiled."""
+    verdicts = read_verdicts(run / EVAL_RESULTS, run_folder_level(run) or 1)
+    return {(verdict.problem_id, verdict.sample) for verdict in verdicts if verdict.compiled}
 
 
 def select(run: Path, count: int) -> list[Path]:
     compiled = compiled_samples(run)
-    files = sorted((path for path in run.glob("*.py") if NAME.search(path.name)), key=candidate_key)
+    files = sorted((path for path in run.glob("*.py") if KERNELBENCH_RUN_NAME.search(path.name)), key=candidate_key)
     chosen = [path for path in files if candidate_key(path)[1:] in compiled][:count]
     if len(chosen) < count:
         print(f"only {len(chosen)} files of {run} were compiled by KernelBench", file=sys.stderr)
@@ -189,7 +183,7 @@ def kbench_reason(row: dict) -> str:
         return "no row"
     flags = f"; flags {';'.join(row['flags'])}" if row.get("flags") else ""
     if row.get("status") == "correct":
-        sweep = f", sweep {g(row['sweep_passed'])}/{g(row['sweep_run'])}" if number(row.get("sweep_run")) else ""
+        sweep = f", sweep {g(row['sweep_passed'])}/{g(row['sweep_run'])}" if finite_number(row.get("sweep_run")) else ""
         return (f"correct, max abs err {g(row.get('max_abs_err'))}, trials {g(row.get('trials_passed'))}/"
                 f"{g(row.get('trials_total'))}{sweep}{flags}")
     return (text_of(row.get("first_mismatch")) or text_of(row.get("message")) or text_of(row.get("status"))) + flags
@@ -205,26 +199,18 @@ def kbench_rows(csv_path: Path) -> dict[str, dict]:
     return {Path(row["solution"]).name: row for row in frame.to_dict("records")}
 
 
-def number(value) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if value == value else None  # NaN: no speedup
-
-
 def g(value) -> str:
-    value = number(value)
+    value = finite_number(value)
     return "-" if value is None else f"{value:.3g}"
 
 
 def speedup(value) -> str:
-    value = number(value)
+    value = finite_number(value)
     return "-" if value is None else f"{value:.2f}x"
 
 
 def seconds(value) -> str:
-    value = number(value)
+    value = finite_number(value)
     return f"{'-':>8}  " if value is None else f"{value:8.1f} s"
 
 
