@@ -63,6 +63,7 @@ def _decided(job: Job, context: Context, finish) -> Outcome:
                                                                                  check=context.check))
     except Stop as stop:
         status, message = _needs_cuda(stop, device)
+        message = _in_phase(status, message, progress.record.phase)
         return finish(context.findings.outcome(status, message=_with_hint(status, message, job, context),
                                                check=context.check))
     except Exception as error:  # raised outside a Stop: the judge's own CUDA context failed, say
@@ -208,6 +209,13 @@ def _needs_cuda(stop: Stop, device) -> tuple[str, str]:
             and any(text.lower() in stop.message.lower() for text in _NO_CUDA_MESSAGES):
         return Status.SKIPPED, f"needs a CUDA device ({stop.message})"
     return stop.status, stop.message
+
+
+def _in_phase(status: str, message: str, phase: str) -> str:
+    """A runtime error the candidate's runner reports (it does not know the judge's phases) names the phase."""
+    if status == Status.RUNTIME_ERROR and not message.startswith("failed while"):
+        return f"failed while {phase}: {message}"
+    return message
 
 
 def _cpu_seconds() -> float:

@@ -32,7 +32,7 @@ def judged(config, solution: str, problem: Path = AXPY):
     ("axpy/import_error.py", Status.LOAD_ERROR, "kbench_no_such_module"),
     ("axpy/bad_init.py", Status.LOAD_ERROR, "ModelNew(*get_init_inputs()) failed: TypeError"),
     ("axpy/build_error.py", Status.COMPILE_ERROR, "undeclared_thing"),
-    ("axpy/runtime_error.py", Status.RUNTIME_ERROR, "deliberate runtime failure"),
+    ("axpy/runtime_error.py", Status.RUNTIME_ERROR, "failed while checking: RuntimeError: kbench fixture: deliberate"),
     ("axpy/segfault.py", Status.CRASHED, "killed by SIGSEGV while checking"),
     ("axpy/mutates_input.py", Status.REJECTED, "changed its input tensors"),
     ("axpy/cuda_only.py", Status.SKIPPED, "needs a CUDA device"),
