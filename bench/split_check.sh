@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine, in one call (the build cache does not outlive it): kbench before the judge/runner split
-# and after it, on the same solutions, each tree with a warm build cache of its own, then bench/split_cost.py's table. The tree
-# before the split is unpacked by the caller under .device/before:
+# and after it, on the same solutions, each tree with a warm build cache of its own, then bench/split_cost.py's
+# table. The tree before the split is unpacked by the caller under .device/before:
 #     git archive 5f7dc5a kbench | tar -x -C .device/before
 # Usage: OUT=/some/dir [AFTER=/a/tree/with/kbench] bash bench/split_check.sh  (AFTER: default this tree)
 set -uo pipefail

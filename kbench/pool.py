@@ -50,11 +50,13 @@ class WorkerPool:
     # --- running a job ---------------------------------------------------------------------------
 
     def run(self, job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
-            device: str, while_waiting: Callable[[], None] = lambda: None, warm: bool = True) -> int | None:
+            device: str, while_waiting: Callable[[], None] = lambda: None, warm: bool = True,
+            excused_s: Callable[[], float] = lambda: 0.0) -> int | None:
         """Run one job in a worker; kill the worker's session when done or out of time. Returns the exit
         code (negative: killed by that signal), or None on timeout. `while_waiting` runs about every
         WAIT_STEP_S while the worker runs (to show its progress). `warm`: a waiting worker (its CUDA contexts
-        made) may take the job; a build, which needs none, gets a fresh one."""
+        made) may take the job; a build, which needs none, gets a fresh one. `excused_s()`: seconds so far
+        that the timeout does not count (a build's waits for compile slots)."""
         generation = self._generation
         with log_path.open("ab") as log:
             if extra_environment or not warm:
@@ -67,7 +69,7 @@ class WorkerPool:
                 except OSError:
                     pass  # the waiting worker died: its exit code tells what happened
             try:
-                return _wait(process, timeout_s, while_waiting)
+                return _wait(process, timeout_s, while_waiting, excused_s)
             finally:
                 self._end(process)
 
@@ -208,14 +210,16 @@ class PoolClosed(RuntimeError):
 WAIT_STEP_S = 0.5
 
 
-def _wait(process: Worker, timeout_s: float, while_waiting: Callable[[], None]) -> int | None:
-    """The worker's exit code, or None when it runs past `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
+def _wait(process: Worker, timeout_s: float, while_waiting: Callable[[], None],
+          excused_s: Callable[[], float] = lambda: 0.0) -> int | None:
+    """The worker's exit code, or None when it runs past `timeout_s` plus what `excused_s()` says."""
+    started = time.monotonic()
     while True:
+        left = started + timeout_s + excused_s() - time.monotonic()
         try:
-            return process.wait(timeout=max(0.0, min(WAIT_STEP_S, deadline - time.monotonic())))
+            return process.wait(timeout=max(0.0, min(WAIT_STEP_S, left)))
         except subprocess.TimeoutExpired:
-            if time.monotonic() >= deadline:
+            if left <= 0:
                 return None
             while_waiting()
 

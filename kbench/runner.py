@@ -58,7 +58,8 @@ def identify(problem_path: Path, solution_path: Path, config: RunConfig, device:
 def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
              overrides: dict | None = None, run_id: str = "", build_only: bool = False,
              build_threads: int | None = None, build_nice: int = 0, slot_environment: dict | None = None,
-             identity: Identity | None = None, on_progress: Callable[[ProgressRecord], None] | None = None) -> Result:
+             identity: Identity | None = None, on_progress: Callable[[ProgressRecord], None] | None = None,
+             excused_s: Callable[[], float] = lambda: 0.0) -> Result:
     """Judge one solution against one problem in a fresh child process.
 
     With build_only, the child only imports the solution (building its extensions into the cache)
@@ -67,7 +68,8 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     build's CPU priority (and its compilers') by that much; slot_environment tells its compilers where
     to wait for a compile slot (slots.SlotServer.environment). `identity`: the row's identity when the
     caller made it (a Ray node records the driver's paths and its own GPU), else made here. `on_progress`
-    sees the worker's progress record every half second or so while it runs.
+    sees the worker's progress record every half second or so while it runs. `excused_s()`: seconds the
+    timeout does not count (the build's waits for compile slots).
     """
     device = device or resolve_device(config.device)
     started = time.monotonic()
@@ -97,7 +99,8 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
             if on_progress is not None:
                 on_progress(ProgressRecord.load(Path(job.progress_path)))
         returncode = worker_pool().run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment,
-                                       device, while_waiting=report_progress, warm=not build_only)
+                                       device, while_waiting=report_progress, warm=not build_only,
+                                       excused_s=excused_s)
         progress = ProgressRecord.load(Path(job.progress_path))
         if returncode != 0:  # a judge killed or dead left its runners' sessions
             for session in progress.runner_sessions:

@@ -44,7 +44,8 @@ PCH_VARIABLE = "KBENCH_PCH_ROOT"         # in the c++ wrapper: where precompiled
 
 @dataclass
 class Compile:
-    """One compiler's turn, in seconds since the slot server started (released: None while it runs)."""
+    """One compiler's turn, in seconds since the slot server started (released: when its wrapper went, after
+    running or while still waiting; None before)."""
     rank: int
     kind: str  # "c++" (host) or "nvcc" (device)
     queued_s: float
@@ -85,6 +86,20 @@ class SlotServer:
         with self.lock:
             return sorted(self.compiles.values(), key=lambda entry: entry.queued_s)
 
+    def waited_s(self, rank: int) -> float:
+        """Seconds the build of `rank` has had a compiler waiting for a slot (the union of its compilers'
+        waits): time its timeout must not count. A wait ends when it is granted or its wrapper goes."""
+        with self.lock:
+            now = self._now()
+            waits = sorted((entry.queued_s, _first(entry.granted_s, entry.released_s, now))
+                           for entry in self.compiles.values() if entry.rank == rank)
+        total, reach = 0.0, 0.0
+        for start, end in waits:
+            start = max(start, reach)
+            if end > start:
+                total, reach = total + end - start, end
+        return total
+
     def environment(self, rank: int) -> dict:
         return {SLOTS_VARIABLE: self.address, RANK_VARIABLE: str(rank)}
 
@@ -124,7 +139,7 @@ class SlotServer:
             return
         # End of file: a compiler ended (its slot is free) or a waiting wrapper was killed.
         self._new.discard(connection)
-        if connection in self._holding:
+        if connection in self.compiles:
             self.compiles[connection].released_s = self._now()
         self._holding.discard(connection)
         self._queue = [entry for entry in self._queue if entry[3] is not connection]
@@ -153,6 +168,10 @@ class SlotServer:
         os.write(self._wake_write, b"x")
         os.close(self._wake_write)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _first(*values: float | None) -> float:
+    return next(value for value in values if value is not None)
 
 
 def install_compiler_wrappers(folder: Path) -> None:

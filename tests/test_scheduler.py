@@ -72,6 +72,73 @@ def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     server.close()
 
 
+def test_a_build_s_timeout_does_not_count_its_waits_for_a_compile_slot(tmp_path):
+    # Real wrappers, a real slot server and the pool's own wait: the "build" is a wrapper whose compiler
+    # (`sh -c`) is instant but waits 2 s for the only slot, held by another build's compile.
+    import os
+    import socket
+    import subprocess
+    import threading
+    import time
+
+    from kbench.pool import _wait
+    from kbench.slots import SlotServer, write_wrapper
+
+    server = SlotServer(slots=1, lookahead=1)
+    wrapper = tmp_path / "wrappers" / "c++"
+    write_wrapper(wrapper, "c++", "sh", str(REPO))
+
+    def waiting_build(rank: int) -> subprocess.Popen:
+        holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # another build's compile: the only slot
+        holder.connect(server.address)
+        holder.sendall(b"0 c++\n")
+        assert holder.recv(1) == b"1"
+        threading.Timer(2.0, holder.close).start()
+        return subprocess.Popen([str(wrapper), "-c", "exit 0"], env=dict(os.environ, **server.environment(rank)))
+
+    excused = waiting_build(1)
+    assert _wait(excused, 1.0, lambda: None, lambda: server.waited_s(1)) == 0  # 2 s waited, then done at once
+    assert 1.5 < server.waited_s(1) < 4
+    counted = waiting_build(2)
+    assert _wait(counted, 1.0, lambda: None) is None  # the same wait, counted: out of time
+    counted.kill()
+    counted.wait()
+    deadline = time.monotonic() + 10
+    while any(entry.released_s is None for entry in server.history() if entry.rank == 2) \
+            and time.monotonic() < deadline:  # the server sees the wrapper's end on its own thread
+        time.sleep(0.02)
+    waited = server.waited_s(2)
+    time.sleep(0.5)
+    assert server.waited_s(2) == waited  # a wrapper gone while waiting waits no more
+    server.close()
+
+
+def test_a_sweep_build_that_waits_for_a_compile_slot_is_not_timed_out(cpu_config):
+    # The whole path: the executor's build phase, a build worker, its runner importing a solution whose one
+    # compile waits 8 s for the only slot, held here as another build's compile would; the timeout is 5 s.
+    import socket
+    import threading
+    from dataclasses import replace
+
+    from kbench.results import Status
+    from kbench.scheduler import LocalExecutor
+
+    executor = LocalExecutor()
+    executor.start_builds(1)
+    try:
+        holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        holder.connect(executor._slots.address)
+        holder.sendall(b"0 c++\n")
+        assert holder.recv(1) == b"1"
+        threading.Timer(8.0, holder.close).start()
+        pair = (PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "compiles_at_import.py")
+        result = executor.build(pair, replace(cpu_config, timeout_s=5.0), "cpu", "run", 1, rank=1)
+    finally:
+        executor.end_builds()
+    assert result.status == Status.BUILT, result.message
+    assert any(entry.rank == 1 and entry.granted_s - entry.queued_s > 5 for entry in executor.compiles)
+
+
 def test_a_sweep_build_compiles_in_a_slot_through_the_wrapper(cpu_config, tmp_path):
     from dataclasses import replace
     from pathlib import Path
