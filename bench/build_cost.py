@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from kbench.config import RunConfig
-from kbench.scheduler import LocalExecutor
+from kbench.schedule.scheduler import LocalExecutor
 
 REPO = Path(__file__).resolve().parent.parent
 SWISH = (REPO / "examples" / "solutions" / "swish" / "cpp.py", REPO / "examples" / "problems" / "swish.py")

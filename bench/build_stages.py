@@ -21,9 +21,9 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from kbench.build import versions_tag
+from kbench.extensions.cache import versions_tag
 from kbench.config import RunConfig
-from kbench.scheduler import LocalExecutor
+from kbench.schedule.scheduler import LocalExecutor
 from kbench.solution import PairingError, pair_problem
 
 

@@ -3,7 +3,7 @@
     PYTHONPATH=$PWD python3 bench/guard_overhead.py [--repeats 3] [--sweep 8] [--samples 10] [--only NAME]
                                                     [--csv out.csv]
 
-Each evaluation is a real `kbench.runner.evaluate` in a fresh worker process (builds cached first),
+Each evaluation is a real `kbench.schedule.child.evaluate` in a fresh worker process (builds cached first),
 with the parameter sweep off (it is not a guard; `--sweep 8` times evaluations as `kbench eval` runs
 them). `--samples N` fixes the timing loop at N rounds both ways: a reference whose own time moves between
 levels (bench/reference_drift.py) otherwise makes the loop run from 10 rounds to its whole budget, which
@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kbench.config import RunConfig
-from kbench.runner import evaluate
+from kbench.schedule.child import evaluate
 
 CASES = [
     ("problems/convt1d.py", "solutions/convt1d.py"),

@@ -19,11 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbench import worker
+from kbench.judge import worker
 from kbench.config import RunConfig
-from kbench.runner import resolve_device
-from kbench.job import Job
-from kbench.remote_process import RunnerProcess
+from kbench.schedule.child import resolve_device
+from kbench.schedule.job import Job
+from kbench.judge.remote_process import RunnerProcess
 
 
 def profile_one(problem: Path, solution: Path, device: str, top: int) -> None:

@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kbench.kernelbench_verdicts import EVAL_RESULTS, read_verdicts, run_folder_level
+from kbench.report.kernelbench_verdicts import EVAL_RESULTS, read_verdicts, run_folder_level
 from kbench.solution import KERNELBENCH_RUN_NAME
 from kbench.stats import finite_number
 

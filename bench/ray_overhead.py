@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kbench.config import RunConfig
-from kbench.ray_executor import RayExecutor
-from kbench.scheduler import LocalExecutor
+from kbench.schedule.ray_executor import RayExecutor
+from kbench.schedule.scheduler import LocalExecutor
 from kbench.solution import find_pairs
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -53,9 +53,9 @@ def _one_process(problem_path: str) -> dict:
 
     from kbench.loading import build_reference, input_maker, load_problem
     from kbench.config import RunConfig
-    from kbench.measure import ALONE_BUDGET_S
+    from kbench.judge.measure import ALONE_BUDGET_S
     from kbench.policy import apply_policy
-    from kbench.timing import CudaEventTimer
+    from kbench.judge.timing import CudaEventTimer
 
     device = torch.device("cuda")
     apply_policy(RunConfig().policy)  # kbench's default precision policy, as its workers run

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from kbench import policy, stats, timing
+from kbench import policy, stats
+from kbench.judge import timing
 from kbench.config import STRICT_FP32
 from kbench.problem import load_module
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from kbench.config import RunConfig
-from kbench.scheduler import LocalExecutor, plan_builds, run_pairs
+from kbench.schedule.scheduler import LocalExecutor, plan_builds, run_pairs
 from kbench.solution import find_pairs
 
 CHEATS = Path("tests/fixtures/cheats")

@@ -7,7 +7,7 @@
 For each workload (synthetic ones in bench/workloads/, references from problems/, our solutions) the
 median kbench reports is set beside the same model's time measured independently, each in a fresh
 process, with the same seeds, inputs, precision policy (strict float32) and no_grad:
-  kbench    kbench.runner.evaluate() as `kbench eval` runs it (2 trials, sweep off, defaults otherwise)
+  kbench    kbench.schedule.child.evaluate() as `kbench eval` runs it (2 trials, sweep off, defaults otherwise)
   CUPTI     torch.profiler with CUDA activity: per call, the summed durations of the kernels, memcpys and
             memsets whose launch happened inside a record_function range around the model call. L2 is
             flushed before each call as kbench does, but that launch lies outside the range and is not
@@ -49,13 +49,14 @@ from pathlib import Path
 
 import torch
 
-from kbench import params, policy, stats, timing
-from kbench.build import BuildRecord, install_build_hooks, versions_tag
+from kbench import params, policy, stats
+from kbench.judge import timing
+from kbench.extensions.cache import BuildRecord, install_build_hooks, versions_tag
 from kbench.config import STRICT_FP32, RunConfig
 from kbench.problem import load_module, overridden
-from kbench.runner import evaluate, resolve_device
+from kbench.schedule.child import evaluate, resolve_device
 from kbench.solution import Solution
-from kbench.job import one_line
+from kbench.schedule.job import one_line
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOADS_DIR = REPO / "bench" / "workloads"

@@ -39,7 +39,7 @@ class Judge:
 
     def __init__(self, config: RunConfig | None = None, *, devices: list[str] | None = None,
                  jobs: int | None = None, executor=None, out: str | os.PathLike | None = None):
-        from kbench.runner import resolve_device
+        from kbench.schedule.child import resolve_device
 
         self.config = config or RunConfig()
         self.devices = devices or [resolve_device(self.config.device)]
@@ -50,7 +50,7 @@ class Judge:
         self._closed = False
 
     def __enter__(self) -> "Judge":
-        from kbench.pool import worker_pool
+        from kbench.schedule.pool import worker_pool
 
         if self.executor is None:
             for device in self.devices:
@@ -62,7 +62,7 @@ class Judge:
 
     def close(self) -> None:
         """End every process this judge started (waiting workers, fork servers, anything still running)."""
-        from kbench.pool import worker_pool
+        from kbench.schedule.pool import worker_pool
 
         if self._closed:
             return
@@ -92,8 +92,8 @@ class Judge:
     def _run(self, files: list[tuple[Path, Path]]) -> Iterator[tuple[tuple[Path, Path], Result]]:
         """(pair, result) as each finishes; the run goes on in a thread of its own."""
         from kbench.results_csv import append_row
-        from kbench.runner import new_run_id
-        from kbench.scheduler import run_pairs
+        from kbench.schedule.child import new_run_id
+        from kbench.schedule.scheduler import run_pairs
 
         if self._closed:
             raise RuntimeError("this Judge is closed")
@@ -158,7 +158,7 @@ def results_frame(results: Iterable[Result]):
 def read_results(csv_path: str | os.PathLike, latest: bool = False):
     """A results CSV as a pandas DataFrame: numbers as floats, `flags` as lists of names, the timing samples
     as numpy arrays, `time` as timestamps. `latest`: only each (problem, solution)'s latest row."""
-    from kbench import summary
+    from kbench.report import summary
 
     frame = summary.read(csv_path)
     return _typed(summary.latest(frame) if latest else frame)

@@ -14,11 +14,11 @@ from rich.console import Console
 
 from kbench import __version__
 from kbench.config import PYTORCH_DEFAULT, STRICT_FP32, RunConfig, default_cache_dir
-from kbench.report import FAILURES_SHOWN, results_table
+from kbench.report.tables import FAILURES_SHOWN, results_table
 from kbench.results import Status
-from kbench.devices import DeviceError, checked_device, executor_and_devices
+from kbench.schedule.devices import DeviceError, checked_device, executor_and_devices
 from kbench.solution import PairingError, default_problem_dirs, pair_problem
-from kbench.terminal import (print_report, print_summary, print_unpaired, run_with_progress, warn_if_noisy,
+from kbench.report.terminal import (print_report, print_summary, print_unpaired, run_with_progress, warn_if_noisy,
                              wide_console)
 
 EXIT_ALL_CORRECT, EXIT_SOME_NOT_CORRECT = 0, 1  # usage errors exit 2 through click
@@ -187,8 +187,8 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
     appended to --out the moment it exists, so Ctrl-C or a crash leaves a valid CSV and --resume
     picks up where it stopped. Ends with the report of this run (see `kbench report`).
     """
-    from kbench.runner import new_run_id
-    from kbench.sweep import select_pairs
+    from kbench.schedule.child import new_run_id
+    from kbench.schedule.sweep import select_pairs
 
     config = build_config(**options)
     executor, devices = _or_usage_error(executor_and_devices, executor_name, ray_address, config.device, gpus)
@@ -237,9 +237,9 @@ def report_command(csvs, output_format, run_id, plot, all_failures, kernelbench_
     With two CSVs, compare them problem by problem. Rows are the latest per problem and solution.
     With --kernelbench, also the candidates KernelBench's own verdicts disagree on, with kbench's evidence.
     """
-    from kbench import summary
-    from kbench.kernelbench_verdicts import compare, comparison_renderables
-    from kbench.report import comparison_table, summary_markdown
+    from kbench.report import summary
+    from kbench.report.kernelbench_verdicts import compare, comparison_renderables
+    from kbench.report.tables import comparison_table, summary_markdown
 
     paths = list(csvs) or [Path("results/results.csv")]
     if len(paths) > 2:
@@ -281,7 +281,7 @@ def report_command(csvs, output_format, run_id, plot, all_failures, kernelbench_
 
 def _plot(result, path: Path) -> None:
     try:
-        from kbench.plot import UnknownFormat, plot_best, plot_title
+        from kbench.report.plot import UnknownFormat, plot_best, plot_title
     except ImportError:
         raise click.UsageError("--plot needs matplotlib: pip install 'kbench[plot]'")
     try:
@@ -292,7 +292,7 @@ def _plot(result, path: Path) -> None:
 
 
 def _load_results(path: Path, run_id: str | None):
-    from kbench import summary
+    from kbench.report import summary
 
     if not path.is_file():
         hint = ("run `kbench eval` or `kbench sweep` first (they append to it), or name a CSV: kbench report "
@@ -319,8 +319,8 @@ def _exit_code(results) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON instead of a table.")
 def list_command(problems_dir, solutions_dir, as_json) -> None:
     """List problems (family, official sizes, sweep space) and the solutions paired with them."""
-    from kbench.catalog import describe_problems
-    from kbench.report import problems_table
+    from kbench.report.catalog import describe_problems
+    from kbench.report.tables import problems_table
 
     entries = describe_problems(problems_dir, solutions_dir)
     if as_json:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import torch
 
-from kbench.job import one_line
+from kbench.schedule.job import one_line
 from kbench.problem import load_module
-from kbench.progress import Stop
+from kbench.judge.progress import Stop
 from kbench.results import Status
 
 

@@ -56,12 +56,12 @@ def cpu_config(cache_dir) -> RunConfig:
     """CPU evaluation with a short timing budget: tests check verdicts, not speed.
 
     The C++ fixtures are built first, all cores at once (the same build phase `kbench eval` runs): first one
-    per set of compiler flags, which precompiles torch's headers for that set (kbench/pch.py), then the
+    per set of compiler flags, which precompiles torch's headers for that set (kbench/extensions/pch.py), then the
     rest, which use them.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from kbench.scheduler import LocalExecutor
+    from kbench.schedule.scheduler import LocalExecutor
 
     config = RunConfig(device="cpu", cache_dir=cache_dir, timeout_s=300, time_budget_s=0.5, min_samples=3)
     executor = LocalExecutor()
@@ -86,7 +86,7 @@ def _cflags(solution: Path) -> str:
 def sharing_precompiled_headers(cache: Path, session_cache: Path) -> Path:
     """`cache` (a new, empty build cache) with the session's precompiled torch headers: what kbench prepares
     once per torch version and flag set, not what a test about builds is about."""
-    from kbench.build import versions_tag
+    from kbench.extensions.cache import versions_tag
 
     shared = session_cache / "extensions" / versions_tag() / "pch"
     (cache / "extensions" / versions_tag()).mkdir(parents=True, exist_ok=True)
@@ -110,7 +110,7 @@ def gpu_cache_dir(tmp_path_factory) -> Path:
     KBENCH_CACHE_DIR, when set, is used instead, so a later `kbench eval` reuses the builds."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kbench.scheduler import CUDA_BUILD_THREADS, LocalExecutor
+    from kbench.schedule.scheduler import CUDA_BUILD_THREADS, LocalExecutor
 
     cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-cache"))
     config = RunConfig(device="cuda", cache_dir=cache_dir, timeout_s=900)
@@ -128,7 +128,7 @@ _judged: dict = {}
 
 def judged(config: RunConfig, solution: Path, problem: Path):
     """Evaluate a fixture once per session and configuration (builds are slow here) and reuse the result."""
-    from kbench.runner import evaluate
+    from kbench.schedule.child import evaluate
 
     key = (solution, problem, config)
     if key not in _judged:

@@ -1,4 +1,4 @@
-"""The boundary between the judge and the judged (kbench/sandbox, kbench/remote.py): candidates that go for the
+"""The boundary between the judge and the judged (kbench/sandbox, kbench/judge/remote.py): candidates that go for the
 judge from their own process end not `correct`, or `correct` with no gain; honest look-alikes stay clean.
 Each fixture is described in tests/fixtures/boundary/README.md."""
 
@@ -14,11 +14,11 @@ import torch
 
 from kbench import flags
 from kbench.config import RunConfig
-from kbench.remote import new_stand_in
-from kbench.remote_process import RunnerDied, RunnerProcess
+from kbench.judge.remote import new_stand_in
+from kbench.judge.remote_process import RunnerDied, RunnerProcess
 from kbench.results import Status
-from kbench.runner import evaluate
-from kbench.sandbox import limits, wire
+from kbench.schedule.child import evaluate
+from kbench.runner import limits, wire
 
 from conftest import FIXTURES, PROBLEMS
 
@@ -93,7 +93,7 @@ def test_each_sweep_configuration_builds_a_new_model_new(config):
 
 
 def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_memory(config):
-    from kbench.sandbox.limits import landlock_available
+    from kbench.runner.limits import landlock_available
     result = evaluate(AXPY, BOUNDARY / "escape.py", config)
     assert result.status == Status.LOAD_ERROR
     assert "judge-memory:denied" in result.message, result.message
@@ -243,9 +243,9 @@ def test_stopping_a_runner_kills_what_it_left_behind(runner):
               "print(child.pid, flush=True)\n")
     judge = subprocess.run([sys.executable, "-c", (
         "import subprocess, sys, time\n"
-        "from kbench.sandbox.limits import judge_protection\n"
-        "from kbench.pool import children_of\n"
-        "from kbench.remote_process import RunnerProcess\n"
+        "from kbench.runner.limits import judge_protection\n"
+        "from kbench.processes import children_of\n"
+        "from kbench.judge.remote_process import RunnerProcess\n"
         "import os\n"
         "judge_protection()\n"
         f"leaver = subprocess.Popen([sys.executable, '-c', {script!r}], stdout=subprocess.PIPE, start_new_session=True)\n"

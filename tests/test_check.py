@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from kbench import check
-from kbench.check import compare, summarise, within_tolerance
+from kbench.judge import check
+from kbench.judge.check import compare, summarise, within_tolerance
 from kbench.config import RunConfig
 
 TOLERANCE = RunConfig().tolerance_for
@@ -87,7 +87,7 @@ def test_summary_counts_trials_and_keeps_first_failure():
 def test_outputs_compared_in_chunks_give_the_same_outcome_as_at_once(monkeypatch):
     """Large outputs are compared a chunk at a time (bounded memory): counts, first position and errors
     must not depend on where the chunks split."""
-    import kbench.check
+    import kbench.judge.check
 
     reference = torch.rand(6, 9) + 0.5
     candidate = reference.clone()
@@ -96,10 +96,10 @@ def test_outputs_compared_in_chunks_give_the_same_outcome_as_at_once(monkeypatch
     candidate[5, 0] = float("inf")
     passing = reference + 5e-5
     at_once = [compare(candidate, reference, TOLERANCE), compare(candidate[:5], reference[:5], TOLERANCE),
-               compare(passing, reference, TOLERANCE), kbench.check.error_against(passing, reference.double())]
-    monkeypatch.setattr(kbench.check, "COMPARE_CHUNK_ELEMENTS", 7)
+               compare(passing, reference, TOLERANCE), kbench.judge.check.error_against(passing, reference.double())]
+    monkeypatch.setattr(kbench.judge.check, "COMPARE_CHUNK_ELEMENTS", 7)
     chunked = [compare(candidate, reference, TOLERANCE), compare(candidate[:5], reference[:5], TOLERANCE),
-               compare(passing, reference, TOLERANCE), kbench.check.error_against(passing, reference.double())]
+               compare(passing, reference, TOLERANCE), kbench.judge.check.error_against(passing, reference.double())]
     assert "output[5, 0]" in chunked[0].mismatch and "non-finite" in chunked[0].mismatch
     assert "output[2, 3]" in chunked[1].mismatch and "2 of 45 elements" in chunked[1].mismatch
     for whole, parts in zip(at_once[:3], chunked[:3]):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbench.results import Status
-from kbench.runner import evaluate
+from kbench.schedule.child import evaluate
 
 from conftest import PROBLEMS, SOLUTIONS
 from conftest import judged as judged_once
@@ -184,7 +184,7 @@ def test_waiting_workers_are_replaced_after_use_or_death_and_stopped(cpu_config)
     import os
     import signal
 
-    from kbench.pool import worker_pool
+    from kbench.schedule.pool import worker_pool
 
     pool = worker_pool()
     assert evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
@@ -203,7 +203,7 @@ def test_waiting_workers_are_replaced_after_use_or_death_and_stopped(cpu_config)
 def test_a_build_never_takes_a_waiting_worker(cpu_config):
     """A waiting worker has made its CUDA contexts (on a GPU); a build needs none, so it gets a fresh worker
     and the waiting ones stay waiting."""
-    from kbench.pool import worker_pool
+    from kbench.schedule.pool import worker_pool
 
     pool = worker_pool()
     pool.prestart("cpu")
@@ -216,7 +216,7 @@ def test_a_build_never_takes_a_waiting_worker(cpu_config):
 def test_waiting_workers_serve_only_the_gpus_visible_when_they_started(cpu_config, monkeypatch, tmp_path):
     # A Ray worker runs each task under the CUDA_VISIBLE_DEVICES Ray chose for it; a waiting worker started
     # under another value would evaluate on another task's GPU.
-    from kbench.pool import worker_pool
+    from kbench.schedule.pool import worker_pool
 
     pool = worker_pool()
     solution = tmp_path / "records_visible_gpus.py"

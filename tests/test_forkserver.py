@@ -9,10 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from kbench.forkserver import ForkedWorker
-from kbench.pool import kill_session, worker_pool
+from kbench.schedule.forkserver import ForkedWorker
+from kbench.processes import kill_session
+from kbench.schedule.pool import worker_pool
 from kbench.results import Status
-from kbench.runner import evaluate
+from kbench.schedule.child import evaluate
 
 from conftest import PROBLEMS, SOLUTIONS
 
@@ -76,7 +77,7 @@ def test_a_forked_worker_reports_its_exit_code_and_signal(cpu_config):
 
 
 def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_path):
-    from kbench.scheduler import LocalExecutor
+    from kbench.schedule.scheduler import LocalExecutor
 
     solution = tmp_path / "tells_parent.py"
     # The solution runs in the build worker's runner: the worker (the judge) is its parent, the server the judge's.

@@ -1,4 +1,4 @@
-"""The timing loop's rounds (kbench.fresh): fresh contents every round."""
+"""The timing loop's rounds (kbench.judge.fresh): fresh contents every round."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import time
 
 import torch
 
-from kbench import fresh
+from kbench.judge import fresh
 from kbench.config import RunConfig
-from kbench.progress import Context, Findings, Progress
+from kbench.judge.progress import Context, Findings, Progress
 
 
 def _rounds(tmp_path) -> fresh.FreshRounds:

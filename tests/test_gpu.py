@@ -12,7 +12,7 @@ import torch
 
 from kbench.config import RunConfig
 from kbench.results import Status
-from kbench.scheduler import run_pairs
+from kbench.schedule.scheduler import run_pairs
 
 from conftest import REPO
 
@@ -169,7 +169,7 @@ def test_a_build_creates_no_cuda_context(tmp_path):
     import subprocess
     import threading
 
-    from kbench.runner import evaluate
+    from kbench.schedule.child import evaluate
 
     def on_gpu() -> set[int]:
         listing = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],

@@ -13,7 +13,7 @@ import pytest
 from kbench import flags
 from kbench.config import RunConfig
 from kbench.results import Status
-from kbench.scheduler import run_pairs
+from kbench.schedule.scheduler import run_pairs
 
 from conftest import FIXTURES, PROBLEMS
 

@@ -11,9 +11,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from kbench import flags, guards
+from kbench import flags
+from kbench.judge import guards
 from kbench.results import Status
-from kbench.runner import evaluate
+from kbench.schedule.child import evaluate
 
 from conftest import FIXTURES, PROBLEMS
 from conftest import judged as judged_once
@@ -77,7 +78,7 @@ def test_guards_off_a_memoiser_by_address_is_still_caught_in_the_trials(cpu_conf
 
 
 def test_time_outside_the_candidate_s_timer_is_noted_then_rejected_beyond_the_protocol():
-    from kbench import verdicts
+    from kbench.judge import verdicts
     calibration = ([0.01] * 20, [0.11] * 20)  # the protocol's own 0.1 ms
 
     def unclocked_time(candidate_ms, candidate_wall_ms, reference_ms, reference_wall_ms):
@@ -99,7 +100,7 @@ def test_the_float64_truth_is_skipped_only_where_the_low_precision_flag_cannot_f
     """guards.low_precision_possible(n) must be True whenever a candidate n away from the float32 reference
     (relative norm) could be flagged: errors drawn at random and aligned (the worst case: the candidate's
     difference from the reference points the same way as the reference's from the truth)."""
-    from kbench.check import error_against
+    from kbench.judge.check import error_against
 
     generator = torch.Generator().manual_seed(0)
     skipped = 0

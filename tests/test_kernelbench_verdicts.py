@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from kbench.kernelbench_verdicts import compare, comparison_renderables, read_verdicts, run_folder_level
+from kbench.report.kernelbench_verdicts import compare, comparison_renderables, read_verdicts, run_folder_level
 from kbench.results import CheckResult, Identity, Outcome, Result, Timing
 from kbench.results_csv import append_row
 

@@ -1,4 +1,4 @@
-"""Kernel attribution (kbench.kernels): library work, the caller's own kernels, decoys.
+"""Kernel attribution (kbench.judge.kernels): library work, the caller's own kernels, decoys.
 
 The attribution rules run here on synthetic profiler events; on a GPU the same rules run on real
 profiles of fixtures (a decoy, an honest kernel, the reference's own op, plain PyTorch).
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kbench import kernels
-from kbench.kernels import Event, KernelReport, Launch
+from kbench.judge import kernels
+from kbench.judge.kernels import Event, KernelReport, Launch
 
 from conftest import FIXTURES, PROBLEMS
 
@@ -84,8 +84,8 @@ def prebuilt(gpu_cache_dir):
 
     import torch.utils.cpp_extension as cpp_extension
 
-    from kbench import slots
-    from kbench.build import BuildRecord, install_build_hooks, versions_tag
+    from kbench.extensions import slots
+    from kbench.extensions.cache import BuildRecord, install_build_hooks, versions_tag
 
     real = {name: getattr(cpp_extension, name) for name in ("load_inline", "load")}
     environment = {name: os.environ.get(name) for name in ("CXX", "PYTORCH_NVCC")}

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kbench import timing
+from kbench.judge import timing
 
 from conftest import FIXTURES
 

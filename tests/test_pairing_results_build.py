@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kbench.build import first_error_line
+from kbench.extensions.cache import first_error_line
 from kbench.results import CheckResult, ClockRecord, Identity, Outcome, Result, SweepResult, Timing
 from kbench.results_csv import append_row, read_rows
-from kbench.runner import identify
+from kbench.schedule.child import identify
 from kbench.solution import PairingError, Solution, pair_problem
 
 
@@ -142,7 +142,7 @@ def test_the_solution_s_folder_names_its_problem_before_its_file_name(tree):
 
 def test_resume_runs_again_what_only_an_infra_error_recorded(tmp_path, tree):
     from kbench.config import RunConfig
-    from kbench.sweep import select_pairs
+    from kbench.schedule.sweep import select_pairs
 
     solution = tree / "solutions" / "convt1d.py"
     solution.write_text("# candidate\n")
@@ -165,7 +165,7 @@ def test_resume_runs_again_what_only_an_infra_error_recorded(tmp_path, tree):
 
 def test_flags_survive_the_csv_both_ways(tmp_path):
     import kbench
-    from kbench import summary
+    from kbench.report import summary
 
     result = Result.from_fields(problem="p", solution="s.py", status="correct", flags=("sweep_failed", "calls_reference_op"))
     append_row(tmp_path / "r.csv", result.to_row())

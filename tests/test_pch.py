@@ -1,4 +1,4 @@
-"""Precompiled torch headers (kbench/pch.py), with the real g++ on a small stand-in for torch's include tree,
+"""Precompiled torch headers (kbench/extensions/pch.py), with the real g++ on a small stand-in for torch's include tree,
 and once through the session's real fixture builds."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbench import pch
+from kbench.extensions import pch
 
 pytestmark = pytest.mark.skipif(shutil.which("c++") is None, reason="needs a C++ compiler")
 

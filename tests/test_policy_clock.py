@@ -7,11 +7,12 @@ import json
 import pytest
 import torch
 
-from kbench import flags, guards, policy, stats
+from kbench import flags, policy, stats
+from kbench.judge import guards
 from kbench.config import PYTORCH_DEFAULT, STRICT_FP32, RunConfig
 from kbench.results import ClockRecord, Outcome, Result, Status
-from kbench.timing import ClockLog, ClockReading, HostTimer, Side, StopRule, sample_interleaved
-from kbench.verdicts import final_outcome
+from kbench.judge.timing import ClockLog, ClockReading, HostTimer, Side, StopRule, sample_interleaved
+from kbench.judge.verdicts import final_outcome
 
 from conftest import PROBLEMS, SOLUTIONS
 from test_cli import FAST, kbench

@@ -14,7 +14,7 @@ from kbench import params
 from kbench.config import RunConfig
 from kbench.problem import derived_globals, load_module, overridden
 from kbench.results import Status
-from kbench.runner import evaluate
+from kbench.schedule.child import evaluate
 
 from conftest import PROBLEMS, SOLUTIONS
 

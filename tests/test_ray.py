@@ -18,11 +18,11 @@ import pytest
 ray = pytest.importorskip("ray", reason="needs Ray: pip install -e '.[ray]'")
 
 from kbench.config import RunConfig
-from kbench.ray_executor import NodeJob, run_on_node
+from kbench.schedule.ray_executor import NodeJob, run_on_node
 from kbench.results import Status
 from kbench.results_csv import read_rows
-from kbench.runner import identify
-from kbench.sweep import select_pairs
+from kbench.schedule.child import identify
+from kbench.schedule.sweep import select_pairs
 
 from conftest import PROBLEMS, REPO, SOLUTIONS
 from test_cli import kbench

@@ -12,7 +12,7 @@ from kbench import flags
 from kbench.config import RunConfig
 from kbench.flags import LIBRARY_ONLY, REJECTING, SLOWED_REFERENCE
 from kbench.results import Status
-from kbench.runner import evaluate
+from kbench.schedule.child import evaluate
 
 from conftest import FIXTURES, PROBLEMS, judged
 

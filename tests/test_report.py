@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from kbench import summary
+from kbench.report import summary
 from kbench.names import natural_sorted, short_path, short_problem
-from kbench.report import results_table, summary_tables
+from kbench.report.tables import results_table, summary_tables
 from kbench.results import CheckResult, Result, Timing
 
 from synthetic_results import synthetic_rows, write_csv
@@ -184,7 +184,7 @@ def png_size(path: Path) -> tuple[int, int]:
 
 def test_plot_grows_with_the_problems_and_labels_speedups_exactly(tmp_path):
     pytest.importorskip("matplotlib")
-    from kbench.plot import plot_best, plot_title, speedup_label
+    from kbench.report.plot import plot_best, plot_title, speedup_label
 
     assert [speedup_label(value) for value in (1.05, 0.336, 12.08)] == ["1.05x", "0.336x", "12.1x"]
     sizes = []
@@ -198,7 +198,7 @@ def test_plot_grows_with_the_problems_and_labels_speedups_exactly(tmp_path):
 
 
 def test_list_names_kernelbench_files_level_id_and_family(tmp_path):
-    from kbench.catalog import describe_problems
+    from kbench.report.catalog import describe_problems
 
     problem = ("import torch\nimport torch.nn as nn\nn = 8\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
                "        return torch.relu(x)\n\ndef get_inputs():\n    return [torch.rand(n)]\n\n"
@@ -224,7 +224,7 @@ def test_a_noisy_row_is_never_the_best_solution_nor_trusted(tmp_path):
 
 def test_noisy_timing_needs_a_spread_past_half_the_median():
     from kbench import flags
-    from kbench.verdicts import noisy_timing
+    from kbench.judge.verdicts import noisy_timing
 
     quiet = [1.0, 1.01, 0.99, 1.02, 1.0, 0.98]
     busy = [1.0, 28.0, 0.2, 15.0, 40.0, 3.0]
@@ -235,7 +235,7 @@ def test_noisy_timing_needs_a_spread_past_half_the_median():
 
 
 def test_the_terminal_says_to_rerun_noisy_results_on_a_quiet_machine(capsys):
-    from kbench.terminal import warn_if_noisy
+    from kbench.report.terminal import warn_if_noisy
 
     warn_if_noisy([Result.from_fields(problem="a", solution="a.py", status="correct", flags=("noisy_timing",)),
                    Result.from_fields(problem="b", solution="b.py", status="correct")])
@@ -245,8 +245,8 @@ def test_the_terminal_says_to_rerun_noisy_results_on_a_quiet_machine(capsys):
 
 
 def test_list_keeps_solution_names_whole_at_80_columns(tmp_path):
-    from kbench.catalog import describe_problems
-    from kbench.report import problems_table
+    from kbench.report.catalog import describe_problems
+    from kbench.report.tables import problems_table
 
     (tmp_path / "kb" / "level1").mkdir(parents=True)
     (tmp_path / "kb" / "level1" / f"{LONG}.py").write_text("import torch\nbatch_size = 16\n")

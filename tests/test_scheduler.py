@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbench.scheduler import build_order
+from kbench.schedule.scheduler import build_order
 
 from conftest import PROBLEMS, REPO, SOLUTIONS, sharing_precompiled_headers
 
@@ -17,7 +17,7 @@ def test_a_solution_built_once_skips_the_build_phase_next_time(cpu_config, tmp_p
     from dataclasses import replace
 
     from kbench.results import Status
-    from kbench.scheduler import needs_build_phase, run_pairs
+    from kbench.schedule.scheduler import needs_build_phase, run_pairs
 
     config = replace(cpu_config, time=False, sweep=0)
     extension = SOLUTIONS / "axpy" / "correct.py"
@@ -41,7 +41,7 @@ def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     import subprocess
     import time
 
-    from kbench.slots import SlotServer, write_wrapper
+    from kbench.extensions.slots import SlotServer, write_wrapper
 
     server = SlotServer(slots=1, lookahead=4)
     holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a compile holding the only slot
@@ -81,8 +81,8 @@ def test_a_build_s_timeout_does_not_count_its_waits_for_a_compile_slot(tmp_path)
     import threading
     import time
 
-    from kbench.pool import _wait
-    from kbench.slots import SlotServer, write_wrapper
+    from kbench.schedule.pool import _wait
+    from kbench.extensions.slots import SlotServer, write_wrapper
 
     server = SlotServer(slots=1, lookahead=1)
     wrapper = tmp_path / "wrappers" / "c++"
@@ -121,7 +121,7 @@ def test_a_sweep_build_that_waits_for_a_compile_slot_is_not_timed_out(cpu_config
     from dataclasses import replace
 
     from kbench.results import Status
-    from kbench.scheduler import LocalExecutor
+    from kbench.schedule.scheduler import LocalExecutor
 
     executor = LocalExecutor()
     executor.start_builds(1)
@@ -144,8 +144,8 @@ def test_a_sweep_build_compiles_in_a_slot_through_the_wrapper(cpu_config, tmp_pa
     from pathlib import Path
 
     from kbench.results import Status
-    from kbench.runner import evaluate
-    from kbench.scheduler import LocalExecutor
+    from kbench.schedule.child import evaluate
+    from kbench.schedule.scheduler import LocalExecutor
 
     executor = LocalExecutor()
     executor.start_builds(jobs=1)
@@ -169,8 +169,8 @@ def test_a_build_runs_at_build_niceness_and_an_evaluation_at_kbenchs(cpu_config)
     from dataclasses import replace
 
     from kbench.results import Status
-    from kbench.runner import evaluate
-    from kbench.scheduler import BUILD_NICE, LocalExecutor
+    from kbench.schedule.child import evaluate
+    from kbench.schedule.scheduler import BUILD_NICE, LocalExecutor
 
     config = replace(cpu_config, time=False, sweep=0)
     pair = (PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "reports_priority.py")
@@ -186,7 +186,7 @@ def test_a_build_runs_at_build_niceness_and_an_evaluation_at_kbenchs(cpu_config)
 def test_build_parallelism_fits_the_cores_allowed_and_the_memory_available():
     import os
 
-    from kbench.scheduler import COMPILER_MEMORY, LocalExecutor, compile_capacity
+    from kbench.schedule.scheduler import COMPILER_MEMORY, LocalExecutor, compile_capacity
 
     assert compile_capacity(64, 512 << 30) == 64
     assert compile_capacity(16, 4 * COMPILER_MEMORY + 1) == 4  # memory, not cores, is the limit

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from kbench import stats, timing
-from kbench.verdicts import slowed_reference_message
+from kbench import stats
+from kbench.judge import timing
+from kbench.judge.verdicts import slowed_reference_message
 from kbench.results import Timing
 
 

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from kbench import stats
-from kbench.timing import HostTimer, Side, StopRule, sample_interleaved
+from kbench.judge.timing import HostTimer, Side, StopRule, sample_interleaved
 
 
 def test_median_iqr_rse():

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from kbench import summary
+from kbench.report import summary
 from kbench.results_csv import read_rows
 
 from conftest import PROBLEMS, SOLUTIONS

@@ -11,7 +11,7 @@ import pytest
 from kbench import flags, params
 from kbench.problem import load_module
 from kbench.results import Status
-from kbench.runner import evaluate
+from kbench.schedule.child import evaluate
 
 from conftest import PROBLEMS, REPO, SOLUTIONS
 from test_cli import kbench

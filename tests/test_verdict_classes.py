@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kbench.results import Status
 from kbench.results_csv import read_rows
-from kbench.runner import evaluate
+from kbench.schedule.child import evaluate
 
 from conftest import PROBLEMS, REPO, SOLUTIONS
 
@@ -86,7 +86,7 @@ def _hold(name):
 
 
 def _signals(cache_dir: Path, tmp_path: Path) -> Path:
-    from kbench.build import versions_tag
+    from kbench.extensions.cache import versions_tag
     folder = cache_dir / "extensions" / versions_tag() / f"signals-{tmp_path.name}"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
@@ -155,8 +155,8 @@ def test_a_run_whose_every_result_is_skipped_ends_without_a_traceback(tmp_path, 
 
 def test_a_judge_lost_before_the_candidate_existed_is_infra_error_not_its_crash(tmp_path):
     from kbench.config import RunConfig
-    from kbench.job import ProgressRecord
-    from kbench.runner import lost_worker_outcome
+    from kbench.schedule.job import ProgressRecord
+    from kbench.schedule.child import lost_worker_outcome
 
     config = RunConfig(device="cpu", cache_dir=tmp_path)
     for phase in ("starting", "running the reference", "timing the reference alone"):

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from kbench import flags
 from kbench.config import RunConfig
-from kbench.job import ProgressRecord, SweepCounts
+from kbench.schedule.job import ProgressRecord, SweepCounts
 from kbench.problem import describe_overrides
 from kbench.results import CheckResult, Outcome, Status
-from kbench.sandbox.wire import BuildInfo
+from kbench.runner.wire import BuildInfo
 
 
 class Stop(Exception):

@@ -1,7 +1,7 @@
 """The runner: the process that imports the candidate, builds ModelNew and calls it for the judge.
 
-`python -m kbench.sandbox.runner COMMANDS_FD REPLIES_FD DEVICE [protected]`, started by the judge
-(kbench.remote_process) in a session of its own. The judge starts two: the candidate's, and the reference's
+`python -m kbench.runner.serve COMMANDS_FD REPLIES_FD DEVICE [protected]`, started by the judge
+(kbench.judge.remote_process) in a session of its own. The judge starts two: the candidate's, and the reference's
 (`protected`), which builds only the problem's own Model (the "stand_in" op) and never imports a solution. It warms up (torch, the CUDA context) before the judge's first command, confines itself
 (limits.py) when told what it may write, and from then on does what the judge asks: import the solution in
 the problem's namespace (KernelBench's convention: `class ModelNew(Model)` works), build instances, call them
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
-from kbench.guards import record_ops
-from kbench.job import one_line
-from kbench.sandbox import limits, wire
-from kbench.sandbox.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
+from kbench.judge.guards import record_ops
+from kbench.schedule.job import one_line
+from kbench.runner import limits, wire
+from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
 
 
 def main(argv: list[str]) -> int:
@@ -65,7 +65,7 @@ def _warm_up(device: torch.device, for_candidate: bool) -> None:
     if not for_candidate:
         return
     from torch.utils import cpp_extension  # noqa: F401 (imported ahead: the candidate's build needs it)
-    from kbench import kernels
+    from kbench.judge import kernels
     record_ops(lambda: torch.zeros(1) + 1)
     if device.type == "cuda":
         kernels.profile_kernels(lambda: torch.zeros(1, device=device).add_(1))
@@ -126,8 +126,8 @@ class Runner:
         return {"ok": True}
 
     def _load(self, message: dict) -> dict:
-        from kbench import slots
-        from kbench.build import BuildError, BuildRecord, install_build_hooks
+        from kbench.extensions import slots
+        from kbench.extensions.cache import BuildError, BuildRecord, install_build_hooks
         from kbench.problem import load_module_in
         os.environ.setdefault("TRITON_CACHE_DIR", message["triton_cache"])
         if message.get("log_path"):
@@ -151,7 +151,7 @@ class Runner:
         return {"ok": True, "build": _build_info(record), "notes": notes}
 
     def _build(self, message: dict) -> dict:
-        from kbench.build import BuildError
+        from kbench.extensions.cache import BuildError
         self.namespaces.set(wire.decode_value(message.get("overrides", {})))
         init = [self._argument(item) for item in message["init"]]
         self.instances = {}  # one ModelNew at a time
@@ -202,7 +202,7 @@ class Runner:
                 reply["ops"] = sorted(record_ops(lambda: returned.append(model(*arguments))))
                 output = returned[0]
             elif mode == "kernels":
-                from kbench import kernels
+                from kbench.judge import kernels
                 reply["library_only"] = kernels.library_only_message(lambda: model(*arguments))
                 output = model(*arguments)
             else:

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Callable
 
 from kbench.config import RunConfig
-from kbench.job import PHASES_BEFORE_THE_CANDIDATE, Job, ProgressRecord
-from kbench.pool import kill_session, signal_name, worker_pool
+from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, Job, ProgressRecord
+from kbench.processes import kill_session, signal_name
+from kbench.schedule.pool import worker_pool
 from kbench.problem import describe_overrides
 from kbench.results import Identity, Outcome, Result, Status
 from kbench.solution import Solution
-from kbench.verdicts import sweep_lost
+from kbench.judge.verdicts import sweep_lost
 
 
 def resolve_device(requested: str) -> str:

@@ -1,6 +1,6 @@
 """The runner process as the judge holds it.
 
-RunnerProcess starts the runner (kbench.sandbox.runner: a fork of the judge before it touches CUDA, else a fresh
+RunnerProcess starts the runner (kbench.runner.serve: a fork of the judge before it touches CUDA, else a fresh
 interpreter) in a session of its own, speaks to it through two pipes (sandbox/wire.py), stops it while the
 judge times the reference, and kills its session and everything it left behind when the evaluation ends,
 before the judge writes its verdict. Runners holds an evaluation's two: the candidate's, and the reference's
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
-from kbench.pool import children_of, kill_session, signal_name
-from kbench.sandbox import wire
-from kbench.sandbox.arenas import JudgeArenas
-from kbench.sandbox.limits import is_subreaper
+from kbench.processes import children_of, kill_session, signal_name
+from kbench.runner import wire
+from kbench.runner.arenas import JudgeArenas
+from kbench.runner.limits import is_subreaper
 
 
 class RunnerDied(Exception):
@@ -66,7 +66,7 @@ class RunnerProcess:
         arguments = [str(commands_read), str(replies_write), device] + (["protected"] if protected else []) + (
             ["build"] if build_only else [])
         if torch.cuda.is_initialized():  # a fork could not use CUDA: a fresh interpreter
-            self.process = subprocess.Popen([sys.executable, "-m", "kbench.sandbox.runner", *arguments],
+            self.process = subprocess.Popen([sys.executable, "-m", "kbench.runner.serve", *arguments],
                                             pass_fds=(commands_read, replies_write), start_new_session=True,
                                             env=dict(os.environ, **environment), stdin=subprocess.DEVNULL)
         else:  # torch is imported already and nothing of CUDA exists: a fork starts in milliseconds
@@ -202,7 +202,7 @@ def _fork_runner(arguments: list[str], environment: dict, keep: tuple[int, ...])
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         os.environ.update(environment)
-        from kbench.sandbox import runner
+        from kbench.runner import serve as runner
         code = runner.main(arguments)
     except BaseException:
         import traceback

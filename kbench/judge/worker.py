@@ -1,7 +1,7 @@
 """The worker process, the judge: one evaluation in a fresh child, its Outcome written to a file. The candidate
 runs in the judge's runner (remote.py), never here.
 
-The parent (runner.py) starts `python -m kbench.worker JOB.json`, or a waiting worker (`--wait DEVICE`)
+The parent (runner.py) starts `python -m kbench.judge.worker JOB.json`, or a waiting worker (`--wait DEVICE`)
 that warms up and then reads the job's path from stdin, with its output going to a log file and a
 wall-clock timeout. Everything the candidate can do wrong that Python can see becomes a status in the
 Outcome (evaluation.py); what Python cannot see (a segfault, a hang) the parent turns into one, helped by
@@ -20,18 +20,19 @@ from pathlib import Path
 
 import torch
 
-from kbench import evaluation, guards, policy
-from kbench.job import Job, write_json_atomic
-from kbench.progress import Progress
-from kbench.remote_process import Runners
+from kbench import policy
+from kbench.judge import evaluation, guards
+from kbench.schedule.job import Job, write_json_atomic
+from kbench.judge.progress import Progress
+from kbench.judge.remote_process import Runners
 from kbench.results import Outcome
-from kbench.sandbox.limits import judge_protection
+from kbench.runner.limits import judge_protection
 
 _PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 
 
 def main(argv: list[str]) -> int:
-    """`python -m kbench.worker JOB.json`, or `--wait DEVICE`: warm up, then read the job path from stdin.
+    """`python -m kbench.judge.worker JOB.json`, or `--wait DEVICE`: warm up, then read the job path from stdin.
 
     A waiting worker has already imported torch and created its CUDA context while the previous
     evaluation ran, so an evaluation does not pay for them. It is still a fresh process: it runs one

@@ -48,7 +48,7 @@ class ForkServer:
     """kbench's end: starts the server, asks it for workers, learns how they exit."""
 
     def __init__(self, start: Callable[..., subprocess.Popen], environment: dict, prime: bool):
-        """`start(arguments, pass_fds=..., env=...)` starts `python -m kbench.forkserver ARGUMENTS`. With `prime`,
+        """`start(arguments, pass_fds=..., env=...)` starts `python -m kbench.schedule.forkserver ARGUMENTS`. With `prime`,
         the server imports what op recording needs before it forks (for waiting workers, which record ops first thing)."""
         self.socket, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -65,7 +65,7 @@ class ForkServer:
         threading.Thread(target=self._read, daemon=True, name="kbench-forkserver").start()
 
     def fork_worker(self, arguments: list[str], environment: dict, stdout: int | None = None) -> ForkedWorker | None:
-        """A new worker, as `python -m kbench.worker ARGUMENTS` with `environment` and its output to the file
+        """A new worker, as `python -m kbench.judge.worker ARGUMENTS` with `environment` and its output to the file
         descriptor `stdout` (None: discarded) would be; None when the server cannot fork one."""
         request = json.dumps({"arguments": arguments, "environment": environment}).encode()
         stdin_read, stdin_write = os.pipe()
@@ -147,7 +147,7 @@ class ForkedWorker:
 # --- the server --------------------------------------------------------------------------------
 
 def serve(connection: socket.socket, prime: bool) -> None:
-    from kbench import guards, worker
+    from kbench.judge import guards, worker
 
     worker.die_with_parent()
     if prime:
@@ -203,7 +203,7 @@ def _run_worker(request: dict, fds: list[int], closing: tuple[int, ...]) -> None
         os.environ.clear()
         os.environ.update(request["environment"])
         os.environ["KBENCH_PARENT_PID"] = str(os.getppid())  # it dies with the server, as the server with kbench
-        from kbench import worker
+        from kbench.judge import worker
 
         arguments = request["arguments"]
         sys.argv = [worker.__file__, *arguments]

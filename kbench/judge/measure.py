@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kbench import flags, guards, stats, timing, verdicts
-from kbench.fresh import FreshRounds
-from kbench.job import one_line
-from kbench.progress import Context, Stop
+from kbench import flags, stats
+from kbench.judge import guards, timing, verdicts
+from kbench.judge.fresh import FreshRounds
+from kbench.schedule.job import one_line
+from kbench.judge.progress import Context, Stop
 from kbench.results import ClockRecord, Status, Timing
-from kbench.timed_sides import RemoteCall, RemoteTimer, build_sides, default_is_reference
-from kbench.trials import TrialsResult
+from kbench.judge.timed_sides import RemoteCall, RemoteTimer, build_sides, default_is_reference
+from kbench.judge.trials import TrialsResult
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 from rich.text import Text
 
 from kbench import stats
-from kbench.build import first_error_line
-from kbench.report import REASON_CHARACTERS, Column, fitted_table, format_error, format_status
+from kbench.extensions.cache import first_error_line
+from kbench.report.tables import REASON_CHARACTERS, Column, fitted_table, format_error, format_status
 from kbench.results import Status
 from kbench.results_csv import read_rows
 from kbench.solution import KERNELBENCH_RUN_NAME

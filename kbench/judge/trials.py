@@ -7,12 +7,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from kbench import check, flags, guards
+from kbench import flags
+from kbench.judge import check, guards
 from kbench.loading import call_reference, clone, tensor_bytes
-from kbench.progress import Context, Stop
+from kbench.judge.progress import Context, Stop
 from kbench.results import CheckResult, Status
-from kbench.sandbox.arenas import aliasing
-from kbench.truth import NoTruth, Verdict, float64_truth, judge_by_truth, largest_error
+from kbench.runner.arenas import aliasing
+from kbench.judge.truth import NoTruth, Verdict, float64_truth, judge_by_truth, largest_error
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,12 @@ from typing import Callable
 
 import torch
 
-from kbench import guards, policy, timing
+from kbench import policy
+from kbench.judge import guards, timing
 from kbench.config import PYTORCH_DEFAULT
-from kbench.job import one_line
+from kbench.schedule.job import one_line
 from kbench.loading import clone
-from kbench.progress import Context
+from kbench.judge.progress import Context
 
 
 

@@ -15,11 +15,12 @@ import os
 import random
 import time
 
-from kbench import check, flags, guards
+from kbench import flags
+from kbench.judge import check, guards
 from kbench.loading import synchronize
-from kbench.progress import Context, Stop
+from kbench.judge.progress import Context, Stop
 from kbench.results import Status
-from kbench.trials import ask_truth
+from kbench.judge.trials import ask_truth
 
 # Timed outputs up to this size are all checked; larger ones on a random share of calls.
 CHECK_EVERY_CALL_BYTES = 64 << 20

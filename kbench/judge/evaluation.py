@@ -12,20 +12,21 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from kbench import guards, params, verdicts
-from kbench.build import versions_tag
-from kbench.job import PHASES_BEFORE_THE_CANDIDATE, Job, one_line
-from kbench.verdicts import final_outcome
+from kbench import params
+from kbench.judge import guards, verdicts
+from kbench.extensions.cache import versions_tag
+from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, Job, one_line
+from kbench.judge.verdicts import final_outcome
 from kbench.loading import build_reference, call_reference, input_maker, load_problem
-from kbench.measure import measure, time_alone
-from kbench.param_sweep import run_sweep
+from kbench.judge.measure import measure, time_alone
+from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
-from kbench.progress import Context, Findings, Progress, Stop
-from kbench.remote import RemoteModel, failure_of, new_candidate, new_stand_in
-from kbench.remote_process import RunnerDied, Runners
+from kbench.judge.progress import Context, Findings, Progress, Stop
+from kbench.judge.remote import RemoteModel, failure_of, new_candidate, new_stand_in
+from kbench.judge.remote_process import RunnerDied, Runners
 from kbench.results import Outcome, Status, Timing
-from kbench.sandbox import wire
-from kbench.trials import run_trials
+from kbench.runner import wire
+from kbench.judge.trials import run_trials
 
 # Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
 _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",

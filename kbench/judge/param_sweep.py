@@ -7,14 +7,15 @@ from itertools import islice
 
 import torch
 
-from kbench import check, guards, params
-from kbench.job import SweepCounts, one_line
+from kbench import params
+from kbench.judge import check, guards
+from kbench.schedule.job import SweepCounts, one_line
 from kbench.loading import build_reference, call_reference, clone, input_maker, lost_context, synchronize
 from kbench.problem import describe_overrides, overridden
-from kbench.progress import Context, Stop
-from kbench.remote import new_candidate
+from kbench.judge.progress import Context, Stop
+from kbench.judge.remote import new_candidate
 from kbench.results import SweepResult
-from kbench.trials import ask_truth
+from kbench.judge.trials import ask_truth
 
 # A sweep gives up drawing after this many configurations per requested one (invalid ones are skipped).
 ATTEMPTS_PER_CONFIGURATION = 4

@@ -9,7 +9,7 @@ class DeviceError(ValueError):
 
 def executor_and_devices(name: str, ray_address: str | None, requested: str, gpus: str | None):
     """The executor of a sweep and the devices it evaluates on."""
-    from kbench.scheduler import LocalExecutor
+    from kbench.schedule.scheduler import LocalExecutor
 
     if name == "local":
         if ray_address:
@@ -17,7 +17,7 @@ def executor_and_devices(name: str, ray_address: str | None, requested: str, gpu
         return LocalExecutor(), devices_for(requested, gpus)
     if gpus:
         raise DeviceError("--gpus is for --executor local; Ray places evaluations on the cluster's GPUs")
-    from kbench.ray_executor import INSTALL_HINT, RayExecutor
+    from kbench.schedule.ray_executor import INSTALL_HINT, RayExecutor
 
     try:
         executor = RayExecutor(ray_address)
@@ -60,7 +60,7 @@ def devices_for(requested: str, gpus: str | None) -> list[str]:
 def checked_device(requested: str) -> str:
     import torch
 
-    from kbench.runner import resolve_device
+    from kbench.schedule.child import resolve_device
 
     device = resolve_device(requested)
     if device.startswith("cuda"):

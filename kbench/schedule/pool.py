@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -23,9 +22,10 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from kbench.forkserver import ForkedWorker, ForkServer, server_key
+from kbench.processes import kill_session
+from kbench.schedule.forkserver import ForkedWorker, ForkServer, server_key
 
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 Worker = subprocess.Popen | ForkedWorker
 
 
@@ -153,13 +153,13 @@ class WorkerPool:
         return self._start(["--wait", device], subprocess.DEVNULL, environment({}))
 
     def _start(self, arguments: list[str], stdout, env: dict, generation: int | None = None) -> Worker:
-        """`python -m kbench.worker ARGUMENTS`, output to `stdout` (a file or DEVNULL), recorded as a live session
+        """`python -m kbench.judge.worker ARGUMENTS`, output to `stdout` (a file or DEVNULL), recorded as a live session
         (for a job of `generation`: killed again, with PoolClosed, when kill_all came in between)."""
         process = self._fork(arguments, None if stdout == subprocess.DEVNULL else stdout.fileno(), env)
         if process is None:
             if generation is not None and generation != self._generation:
                 raise PoolClosed("the run was interrupted")
-            process = self._start_python("kbench.worker", arguments, stdout=stdout, env=env)
+            process = self._start_python("kbench.judge.worker", arguments, stdout=stdout, env=env)
         with self._lock:
             self._sessions.add(process.pid)
         return self._adopt(process, generation)
@@ -186,7 +186,7 @@ class WorkerPool:
             if server is None or not server.alive:
                 if server is not None and not server.ever_forked:
                     return None  # it died before forking anything: it cannot work here, so spawn
-                start = partial(self._start_python, "kbench.forkserver")
+                start = partial(self._start_python, "kbench.schedule.forkserver")
                 # One server primed for evaluations; one for builds, which starts forking sooner.
                 server = self._servers[key] = ForkServer(start, env, prime=waiting)
         return server.fork_worker(arguments, env, stdout)
@@ -248,57 +248,3 @@ def environment(extra: dict) -> dict:
     """A worker's environment: this one, plus `extra`; KBENCH_PARENT_PID: the worker dies with this process."""
     return dict(os.environ, PYTHONUNBUFFERED="1", KBENCH_PARENT_PID=str(os.getpid()), **extra,
                 PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
-
-
-def signal_name(number: int) -> str:
-    """'SIGSEGV' for 11; the number itself for a signal this platform does not name."""
-    return signal.Signals(number).name if number in signal.valid_signals() else str(number)
-
-
-def kill_session(session_id: int) -> None:
-    """Kill a worker's whole session: the worker and everything it started.
-
-    A process group is not enough: ninja puts each compiler command in a group of its own, so nvcc
-    and cc1plus would outlive a killed worker. They all stay in the worker's session, though.
-    """
-    try:
-        os.killpg(session_id, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for _ in range(50):
-        members = _session_members(session_id)
-        if not members:
-            return
-        for pid in members:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.02)
-
-
-def _session_members(session_id: int) -> list[int]:
-    """Processes whose session id is `session_id`."""
-    return _living(lambda fields: int(fields[3]) == session_id)
-
-
-def children_of(parent: int) -> list[int]:
-    """Living processes whose parent is `parent`."""
-    return _living(lambda fields: int(fields[1]) == parent)
-
-
-def _living(matches: Callable[[list[str]], bool]) -> list[int]:
-    """Processes, not zombies, whose /proc/PID/stat fields after the parenthesised command name (state ppid
-    pgrp session ...) match (Linux /proc; elsewhere, none found)."""
-    found = []
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 3 and fields[0] != "Z" and matches(fields):
-            found.append(int(entry.name))
-    return found

@@ -8,7 +8,7 @@ from pathlib import Path
 from kbench.config import RunConfig
 from kbench.results import Status
 from kbench.results_csv import read_rows
-from kbench.runner import file_hash
+from kbench.schedule.child import file_hash
 from kbench.solution import Unpaired, find_pairs
 
 

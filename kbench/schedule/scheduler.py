@@ -14,13 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Protocol
 
-from kbench.build import versions_tag
+from kbench.extensions.cache import versions_tag
 from kbench.config import RunConfig
-from kbench.job import ProgressRecord
+from kbench.schedule.job import ProgressRecord
 from kbench.results import Result, Status
-from kbench.pool import PoolClosed, worker_pool
-from kbench.runner import evaluate
-from kbench.slots import Compile, SlotServer
+from kbench.schedule.pool import PoolClosed, worker_pool
+from kbench.schedule.child import evaluate
+from kbench.extensions.slots import Compile, SlotServer
 from kbench.solution import Solution
 
 Pair = tuple[Path, Path]  # (problem file, solution file)

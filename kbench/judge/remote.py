@@ -13,11 +13,11 @@ import time
 
 import torch
 
-from kbench.progress import Stop
-from kbench.remote_process import RunnerDied, RunnerProcess, describe_exit
+from kbench.judge.progress import Stop
+from kbench.judge.remote_process import RunnerDied, RunnerProcess, describe_exit
 from kbench.results import Status
-from kbench.sandbox import wire
-from kbench.sandbox.arenas import dtype_name, dtype_of, nbytes, view
+from kbench.runner import wire
+from kbench.runner.arenas import dtype_name, dtype_of, nbytes, view
 
 _PLAIN_KINDS = ("Tensor", "Parameter")
 

@@ -191,7 +191,7 @@ def install_compiler_wrappers(folder: Path) -> None:
     nvcc = os.environ.get("PYTORCH_NVCC") or (os.path.join(CUDA_HOME, "bin", "nvcc") if CUDA_HOME else "")
     if nvcc:
         real["nvcc"] = nvcc
-    package_parent = str(Path(__file__).resolve().parent.parent)
+    package_parent = str(Path(__file__).resolve().parents[2])
     digest = hashlib.sha256(repr((sys.executable, package_parent, sorted(real.items()))).encode()).hexdigest()[:12]
     wrappers = folder / f"compilers-{digest}"
     try:
@@ -209,10 +209,10 @@ def write_wrapper(path: Path, kind: str, compiler: str, package_parent: str,
     """A script that runs `compiler` (a `kind` compiler: c++ or nvcc) when a slot is free, with torch's
     headers precompiled in `pch_root` where given."""
     pch = f'{PCH_VARIABLE}={shlex.quote(str(pch_root))} ' if pch_root else ""
-    text = (f'#!/bin/sh\n# kbench: run {compiler} when a compile slot is free (kbench/slots.py)\n'
+    text = (f'#!/bin/sh\n# kbench: run {compiler} when a compile slot is free (kbench/extensions/slots.py)\n'
             f'case " $* " in *" -c "*) ;; *) exec {shlex.quote(compiler)} "$@" ;; esac  # no compile: no Python\n'
             f'{pch}PYTHONPATH={shlex.quote(package_parent)}${{PYTHONPATH:+:$PYTHONPATH}} '
-            f'exec {shlex.quote(sys.executable)} -m kbench.slots {kind} {shlex.quote(compiler)} "$@"\n')
+            f'exec {shlex.quote(sys.executable)} -m kbench.extensions.slots {kind} {shlex.quote(compiler)} "$@"\n')
     if path.is_file() and path.read_text() == text:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -231,7 +231,7 @@ def run_compiler(kind: str, compiler: str, arguments: list[str]) -> None:
         if slot is not None:
             os.set_inheritable(slot.fileno(), True)  # held by the compiler and its children until they exit
     if "-c" in arguments and os.environ.get(PCH_VARIABLE):
-        from kbench import pch
+        from kbench.extensions import pch
         arguments = pch.arguments_with_header(compiler, arguments, Path(os.environ[PCH_VARIABLE]))
     os.execvp(compiler, [compiler, *arguments])
 

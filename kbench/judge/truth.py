@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from kbench import check
-from kbench.job import one_line
+from kbench.judge import check
+from kbench.schedule.job import one_line
 from kbench.loading import lost_context, synchronize
 
 

@@ -1,7 +1,7 @@
 """Builds and evaluations as Ray tasks on a cluster: `kbench sweep --executor ray`.
 
 The scheduler decides what runs when; this executor only moves each build or evaluation onto a node,
-where kbench.runner runs it exactly as it does locally (a fresh child process, timeouts, crashes turned
+where kbench.schedule.child runs it exactly as it does locally (a fresh child process, timeouts, crashes turned
 into verdicts), so a crashing candidate never takes a Ray worker down. Every node sees the problems, the
 solutions and the build cache at the same paths: an extension built on one node is found by the
 evaluation on another through the cache (keyed by content hash), and nothing large travels through Ray.
@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kbench.config import RunConfig
-from kbench.job import one_line
+from kbench.schedule.job import one_line
 from kbench.results import Identity, Outcome, Result, Status
-from kbench.runner import evaluate, file_hash, identify, recorded
-from kbench.scheduler import BUILD_NICE, Pair
+from kbench.schedule.child import evaluate, file_hash, identify, recorded
+from kbench.schedule.scheduler import BUILD_NICE, Pair
 
 INSTALL_HINT = 'kbench sweep --executor ray needs Ray: pip install "kbench[ray]"'
 

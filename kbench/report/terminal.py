@@ -14,7 +14,7 @@ from rich.text import Text
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from kbench.report import FAILURES_SHOWN
+from kbench.report.tables import FAILURES_SHOWN
 from kbench.results import Status
 from kbench.results_csv import append_row
 
@@ -42,8 +42,8 @@ def run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run_
 
 
 def _run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run_id, executor):
-    from kbench.runner import new_run_id
-    from kbench.scheduler import run_pairs
+    from kbench.schedule.child import new_run_id
+    from kbench.schedule.scheduler import run_pairs
 
     failures = 0
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), _Count(),
@@ -115,13 +115,13 @@ def warn_if_noisy(results) -> None:
 
 
 def print_report(out: Path, run_id: str) -> None:
-    from kbench import summary
+    from kbench.report import summary
 
     print_summary(summary.summarise(summary.load(out, run_id)))
 
 
 def print_summary(result, failures_limit=FAILURES_SHOWN) -> None:
-    from kbench.report import summary_tables
+    from kbench.report.tables import summary_tables
 
     console = wide_console()
     for table in summary_tables(result, failures_limit, width=console.width):

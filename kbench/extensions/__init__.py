@@ -1,0 +1,1 @@
+"""Building candidates' extensions: the cache, compile slots, precompiled torch headers."""

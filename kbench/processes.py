@@ -1,0 +1,64 @@
+"""Processes by what Linux says of them: a signal's name, a session killed whole, a process's living children.
+Used by the parent (killing a worker's session), the judge (its runners') and tests; imports nothing of kbench."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Callable
+
+
+def signal_name(number: int) -> str:
+    """'SIGSEGV' for 11; the number itself for a signal this platform does not name."""
+    return signal.Signals(number).name if number in signal.valid_signals() else str(number)
+
+
+def kill_session(session_id: int) -> None:
+    """Kill a worker's whole session: the worker and everything it started.
+
+    A process group is not enough: ninja puts each compiler command in a group of its own, so nvcc
+    and cc1plus would outlive a killed worker. They all stay in the worker's session, though.
+    """
+    try:
+        os.killpg(session_id, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for _ in range(50):
+        members = _session_members(session_id)
+        if not members:
+            return
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.02)
+
+
+def _session_members(session_id: int) -> list[int]:
+    """Processes whose session id is `session_id`."""
+    return _living(lambda fields: int(fields[3]) == session_id)
+
+
+def children_of(parent: int) -> list[int]:
+    """Living processes whose parent is `parent`."""
+    return _living(lambda fields: int(fields[1]) == parent)
+
+
+def _living(matches: Callable[[list[str]], bool]) -> list[int]:
+    """Processes, not zombies, whose /proc/PID/stat fields after the parenthesised command name (state ppid
+    pgrp session ...) match (Linux /proc; elsewhere, none found)."""
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 3 and fields[0] != "Z" and matches(fields):
+            found.append(int(entry.name))
+    return found

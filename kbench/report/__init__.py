@@ -1,0 +1,1 @@
+"""What reports: tables, summaries, plots, the terminal's progress, KernelBench's verdicts."""
