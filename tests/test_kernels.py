@@ -1,4 +1,4 @@
-"""Kernel attribution (kbench.judge.kernels): library work, the caller's own kernels, decoys.
+"""Kernel attribution (kbench.runner.kernels): library work, the caller's own kernels, decoys.
 
 The attribution rules run here on synthetic profiler events; on a GPU the same rules run on real
 profiles of fixtures (a decoy, an honest kernel, the reference's own op, plain PyTorch).
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kbench.judge import kernels
-from kbench.judge.kernels import Event, KernelReport, Launch
+from kbench.runner import kernels
+from kbench.runner.kernels import Event, KernelReport, Launch
 
 from conftest import FIXTURES, PROBLEMS
 

@@ -1,7 +1,7 @@
 """The worker process, the judge: one evaluation in a fresh child, its Outcome written to a file. The candidate
 runs in the judge's runner (remote.py), never here.
 
-The parent (runner.py) starts `python -m kbench.judge.worker JOB.json`, or a waiting worker (`--wait DEVICE`)
+The parent (schedule/child.py) starts `python -m kbench.judge.worker JOB.json`, or a waiting worker (`--wait DEVICE`)
 that warms up and then reads the job's path from stdin, with its output going to a log file and a
 wall-clock timeout. Everything the candidate can do wrong that Python can see becomes a status in the
 Outcome (evaluation.py); what Python cannot see (a segfault, a hang) the parent turns into one, helped by

@@ -65,7 +65,7 @@ def _warm_up(device: torch.device, for_candidate: bool) -> None:
     if not for_candidate:
         return
     from torch.utils import cpp_extension  # noqa: F401 (imported ahead: the candidate's build needs it)
-    from kbench.judge import kernels
+    from kbench.runner import kernels
     record_ops(lambda: torch.zeros(1) + 1)
     if device.type == "cuda":
         kernels.profile_kernels(lambda: torch.zeros(1, device=device).add_(1))
@@ -202,7 +202,7 @@ class Runner:
                 reply["ops"] = sorted(record_ops(lambda: returned.append(model(*arguments))))
                 output = returned[0]
             elif mode == "kernels":
-                from kbench.judge import kernels
+                from kbench.runner import kernels
                 reply["library_only"] = kernels.library_only_message(lambda: model(*arguments))
                 output = model(*arguments)
             else:

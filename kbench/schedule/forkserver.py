@@ -48,8 +48,9 @@ class ForkServer:
     """kbench's end: starts the server, asks it for workers, learns how they exit."""
 
     def __init__(self, start: Callable[..., subprocess.Popen], environment: dict, prime: bool):
-        """`start(arguments, pass_fds=..., env=...)` starts `python -m kbench.schedule.forkserver ARGUMENTS`. With `prime`,
-        the server imports what op recording needs before it forks (for waiting workers, which record ops first thing)."""
+        """`start(arguments, pass_fds=..., env=...)` starts `python -m kbench.schedule.forkserver ARGUMENTS`. With
+        `prime`, the server imports what op recording needs before it forks (for waiting workers, which record ops
+        first thing)."""
         self.socket, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             arguments = [str(server_end.fileno())] + (["--prime"] if prime else [])
