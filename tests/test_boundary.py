@@ -1,4 +1,4 @@
-"""The boundary between the judge and the judged (kbench/sandbox, kbench/judge/remote.py): candidates that go for the
+"""The boundary between the judge and the judged (kbench/runner, kbench/judge/remote.py): candidates that go for the
 judge from their own process end not `correct`, or `correct` with no gain; honest look-alikes stay clean.
 Each fixture is described in tests/fixtures/boundary/README.md."""
 

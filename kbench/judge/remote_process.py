@@ -1,7 +1,7 @@
 """The runner process as the judge holds it.
 
 RunnerProcess starts the runner (kbench.runner.serve: a fork of the judge before it touches CUDA, else a fresh
-interpreter) in a session of its own, speaks to it through two pipes (sandbox/wire.py), stops it while the
+interpreter) in a session of its own, speaks to it through two pipes (runner/wire.py), stops it while the
 judge times the reference, and kills its session and everything it left behind when the evaluation ends,
 before the judge writes its verdict. Runners holds an evaluation's two: the candidate's, and the reference's
 (the problem's own Model, timed under the candidate's protocol; no candidate code ever runs in it).
