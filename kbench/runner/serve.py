@@ -1,8 +1,9 @@
 """The runner: the process that imports the candidate, builds ModelNew and calls it for the judge.
 
 `python -m kbench.runner.serve COMMANDS_FD REPLIES_FD DEVICE [protected]`, started by the judge
-(kbench.judge.remote_process) in a session of its own. The judge starts two: the candidate's, and the reference's
-(`protected`), which builds only the problem's own Model (the "stand_in" op) and never imports a solution. It warms up (torch, the CUDA context) before the judge's first command, confines itself
+(kbench.judge.remote_process) in a session of its own. The judge starts two: the candidate's, and the
+reference's (`protected`), which builds only the problem's own Model (the "stand_in" op) and never imports a
+solution. It warms up (torch, the CUDA context) before the judge's first command, confines itself
 (limits.py) when told what it may write, and from then on does what the judge asks: import the solution in
 the problem's namespace (KernelBench's convention: `class ModelNew(Model)` works), build instances, call them
 on tensors in the judge's arenas and copy their outputs into the judge's output arenas. Everything here is
