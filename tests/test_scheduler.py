@@ -115,28 +115,38 @@ def test_a_build_s_timeout_does_not_count_its_waits_for_a_compile_slot(tmp_path)
 
 def test_a_sweep_build_that_waits_for_a_compile_slot_is_not_timed_out(cpu_config):
     # The whole path: the executor's build phase, a build worker, its runner importing a solution whose one
-    # compile waits 8 s for the only slot, held here as another build's compile would; the timeout is 5 s.
+    # compile waits for the only slot, held here as another build's compile would, until it has waited 2 s
+    # longer than the build's whole timeout (8 s).
     import socket
     import threading
+    import time
     from dataclasses import replace
 
     from kbench.results import Status
     from kbench.schedule.scheduler import LocalExecutor
 
+    timeout_s = 8.0
     executor = LocalExecutor()
     executor.start_builds(1)
+    slots = executor._slots
+    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    holder.connect(slots.address)
+    holder.sendall(b"0 c++\n")
+    assert holder.recv(1) == b"1"
+
+    def release_after_the_timeout() -> None:
+        deadline = time.monotonic() + 120
+        while slots.waited_s(1) < timeout_s + 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        holder.close()
+    threading.Thread(target=release_after_the_timeout, daemon=True).start()
     try:
-        holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        holder.connect(executor._slots.address)
-        holder.sendall(b"0 c++\n")
-        assert holder.recv(1) == b"1"
-        threading.Timer(8.0, holder.close).start()
         pair = (PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "compiles_at_import.py")
-        result = executor.build(pair, replace(cpu_config, timeout_s=5.0), "cpu", "run", 1, rank=1)
+        result = executor.build(pair, replace(cpu_config, timeout_s=timeout_s), "cpu", "run", 1, rank=1)
     finally:
         executor.end_builds()
     assert result.status == Status.BUILT, result.message
-    assert any(entry.rank == 1 and entry.granted_s - entry.queued_s > 5 for entry in executor.compiles)
+    assert any(entry.rank == 1 and entry.granted_s - entry.queued_s > timeout_s for entry in executor.compiles)
 
 
 def test_a_sweep_build_compiles_in_a_slot_through_the_wrapper(cpu_config, tmp_path):
