@@ -115,6 +115,11 @@ class RunnerProcess:
     def resume(self) -> None:
         _signal_group(self.process.pid, signal.SIGCONT)
 
+    def kill(self) -> None:
+        """SIGKILL the runner's session and go on (stop() waits): two runners' exits, CUDA teardown and all,
+        then overlap."""
+        _signal_group(self.process.pid, signal.SIGKILL)
+
     def stop(self) -> None:
         """Kill the runner's session and whatever left it and was reparented to the judge (a subreaper:
         limits.py); remove its folders."""
@@ -160,6 +165,8 @@ class Runners:
         return self.candidate.process.pid, self.reference.process.pid
 
     def stop(self) -> None:
+        self.candidate.kill()
+        self.reference.kill()
         self.candidate.stop()
         self.reference.stop()
 
