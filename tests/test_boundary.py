@@ -14,7 +14,7 @@ import torch
 
 from kbench import flags
 from kbench.config import RunConfig
-from kbench.judge.remote import new_stand_in
+from kbench.judge.remote import begin_stand_in
 from kbench.judge.remote_process import RunnerDied, RunnerProcess
 from kbench.results import Status
 from kbench.schedule.child import evaluate
@@ -153,7 +153,7 @@ def runner():
 
 
 def stand_in(runner, problem):
-    return new_stand_in(runner, str(problem), "strict-fp32", [], 0, {})
+    return begin_stand_in(runner, str(problem), "strict-fp32", [], 0, {})()
 
 
 def test_outputs_come_back_as_the_judge_s_own_tensors(runner):

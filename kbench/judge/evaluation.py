@@ -1,14 +1,15 @@
-"""One evaluation, as the judge runs it: load the problem, run the reference, build the problem's Model in the
-reference's runner and time it alone, have the candidate's runner import the solution (building its extensions)
-and build ModelNew, run the correctness trials, time both runners' models, sweep. The candidate's code runs only
-in its runner (remote.py); every decision is taken here. Every failure on the way is a Stop that becomes the
-outcome's status."""
+"""One evaluation, as the judge runs it: load the problem, run the reference (the problem's Model is built in the
+reference's runner meanwhile) and time that one alone, have the candidate's runner import the solution
+(building its extensions) and build ModelNew, run the correctness trials, time both runners' models, sweep.
+The candidate's code runs only in its runner (remote.py); every decision is taken here. Every failure on the
+way is a Stop that becomes the outcome's status."""
 
 from __future__ import annotations
 
 import resource
 import traceback
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import torch
 
@@ -22,7 +23,7 @@ from kbench.judge.measure import measure, time_alone
 from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.judge.progress import Context, Findings, Progress, Stop
-from kbench.judge.remote import RemoteModel, failure_of, new_candidate, new_stand_in
+from kbench.judge.remote import RemoteModel, begin_stand_in, failure_of, new_candidate
 from kbench.judge.remote_process import RunnerDied, Runners
 from kbench.results import Outcome, Status, Timing
 from kbench.runner import wire
@@ -109,9 +110,9 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
         return context.findings.outcome(Status.BUILT)
     with torch.no_grad():
         with overridden(problem_module, overrides):
-            reference = _reference_first(problem_module, context)
-            if config.time:
-                reference.timed, reference.alone = _reference_in_runner(job, reference, context)
+            reference, stand_in = _reference_first(job, problem_module, context)
+            if stand_in is not None:
+                reference.timed, reference.alone = _reference_in_runner(stand_in, reference, context)
             _import_solution(job, context)
             official = context.official = _official_verdict(reference, context)
         progress.update(provisional=finish(official))  # survives a sweep that kills the judge
@@ -131,12 +132,16 @@ class _Reference:
     alone: Timing | None = None       # its timed calls before the candidate existed (None: not taken)
 
 
-def _reference_first(problem_module, context: Context) -> _Reference:
+def _reference_first(job: Job, problem_module, context: Context) -> tuple[_Reference, Callable | None]:
     """Build and run the reference at the evaluation's sizes before the candidate exists: a reference that fails
-    here is the problem's fault, whatever the candidate is, and its time here is one no candidate touched."""
+    here is the problem's fault, whatever the candidate is, and its time here is one no candidate touched.
+    When candidates are timed, the same Model is being built in the reference's runner meanwhile: the second
+    is what waits for it."""
     config, device = context.config, context.device
     context.progress.enter("running the reference")
     model, init_inputs = build_reference(problem_module, config.seed, device)
+    stand_in = begin_stand_in(context.reference_runner, job.problem_path, config.policy, init_inputs, config.seed,
+                              context.overrides, job.log_path) if config.time else None
     make_inputs = input_maker(problem_module, device)
     outputs: list = []
 
@@ -144,17 +149,17 @@ def _reference_first(problem_module, context: Context) -> _Reference:
         outputs.append(call_reference(model, make_inputs(config.seed), device))
     ops = guards.record_ops(first_call) if config.guards else (first_call() or set())
     guards.poison(outputs.pop())
-    return _Reference(model, init_inputs, make_inputs, ops)
+    return _Reference(model, init_inputs, make_inputs, ops), stand_in
 
 
-def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> tuple[RemoteModel, Timing | None]:
+def _reference_in_runner(stand_in: Callable[[], RemoteModel], reference: _Reference,
+                         context: Context) -> tuple[RemoteModel, Timing | None]:
     """The problem's Model built in the reference's runner, the one the timing loop times beside the candidate
     under the same protocol; and (GPU, guards) its time alone, before the candidate is imported: what no
     candidate can have slowed."""
     config = context.config
     context.progress.enter("timing the reference alone")
-    timed = new_stand_in(context.reference_runner, job.problem_path, config.policy, reference.init_inputs,
-                         config.seed, context.overrides, job.log_path)
+    timed = stand_in()
     if not (config.guards and context.device.type == "cuda"):
         return timed, None
     with context.progress.spent("guard: reference alone"):

@@ -10,6 +10,7 @@ device) is checked before its bytes are read; a call it says it timed is bounded
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import torch
 
@@ -162,20 +163,30 @@ def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides
     return _built(RemoteModel(runner, runner.new_instance()), "build", init_inputs, seed, overrides)
 
 
-def new_stand_in(runner: RunnerProcess, problem_path: str, policy: str, init_inputs: list, seed: int,
-                 overrides: dict, log_path: str = "") -> RemoteModel:
-    """The problem's own Model built in the reference's runner, right after `seed` as the judge's was: the
-    reference the timing loop times (measure.py). The runner's output goes to `log_path` from then on."""
-    return _built(RemoteModel(runner, "stand_in", of_reference=True), "stand_in", init_inputs, seed, overrides,
+def begin_stand_in(runner: RunnerProcess, problem_path: str, policy: str, init_inputs: list, seed: int,
+                   overrides: dict, log_path: str = "") -> Callable[[], RemoteModel]:
+    """Start building the problem's own Model in the reference's runner, right after `seed` as the judge's was:
+    the reference the timing loop times (measure.py). Returns what waits for it, so the judge can run its own
+    reference meanwhile. The runner's output goes to `log_path` from then on."""
+    return _begin(RemoteModel(runner, "stand_in", of_reference=True), "stand_in", init_inputs, seed, overrides,
                   problem=problem_path, policy=policy, log_path=log_path)
 
 
 def _built(model: RemoteModel, op: str, init_inputs: list, seed: int, overrides: dict, **fields) -> RemoteModel:
     """`model`, built in its runner by `op` from init arguments staged like a call's."""
+    return _begin(model, op, init_inputs, seed, overrides, **fields)()
+
+
+def _begin(model: RemoteModel, op: str, init_inputs: list, seed: int, overrides: dict,
+           **fields) -> Callable[[], RemoteModel]:
     message, _ = model.stage(init_inputs, prefix="init")
-    model._reply(model.runner.request({"op": op, "instance": model.instance, "init": message["args"], "seed": seed,
-                                       "overrides": wire.encode_value(dict(overrides)), **fields}))
-    return model
+    model.runner.send({"op": op, "instance": model.instance, "init": message["args"], "seed": seed,
+                       "overrides": wire.encode_value(dict(overrides)), **fields})
+
+    def built() -> RemoteModel:
+        model._reply(model.runner.reply())
+        return model
+    return built
 
 
 def failure_of(error: RunnerDied, phase: str) -> Stop:

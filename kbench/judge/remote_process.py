@@ -80,9 +80,20 @@ class RunnerProcess:
 
     def request(self, message: dict, on_progress=None) -> dict:
         """Send a command and wait for its reply; progress messages on the way go to `on_progress`."""
+        self.send(message)
+        return self.reply(on_progress)
+
+    def send(self, message: dict) -> None:
+        """Send a command; reply() waits for its answer (the judge may work meanwhile)."""
         message = dict(message, arenas=self.arenas.take_unsent())
         try:
             wire.send(self.commands, message)
+        except (wire.ChannelClosed, BrokenPipeError):
+            raise RunnerDied(self._returncode(), self, self.ready) from None
+
+    def reply(self, on_progress=None) -> dict:
+        """The reply to the command sent last; progress messages on the way go to `on_progress`."""
+        try:
             while True:
                 reply = wire.receive(self.replies)
                 if reply.get("event") == "ready":  # sent before any command: it is read with the first reply
