@@ -99,6 +99,7 @@ def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_m
     assert "judge-memory:denied" in result.message, result.message
     if landlock_available():  # else the runner runs unconfined, and its log says so
         assert "write:denied" in result.message, result.message
+        assert "compiler-wrapper:denied" in result.message, result.message  # what every later build runs
 
 
 @pytest.mark.parametrize("solution, problem", [

@@ -91,7 +91,7 @@ def prebuilt(gpu_cache_dir):
     environment = {name: os.environ.get(name) for name in ("CXX", "PYTORCH_NVCC")}
     root = gpu_cache_dir / "extensions" / versions_tag()
     install_build_hooks(root, BuildRecord())
-    slots.install_compiler_wrappers(root)
+    slots.install_compiler_wrappers(gpu_cache_dir / "compilers" / versions_tag(), root)
     yield
     for name, function in real.items():
         setattr(cpp_extension, name, function)

@@ -174,14 +174,16 @@ def _first(*values: float | None) -> float:
     return next(value for value in values if value is not None)
 
 
-def install_compiler_wrappers(folder: Path) -> None:
-    """In every worker: have torch start its compilers through wrappers in `folder` (the build cache).
+def install_compiler_wrappers(folder: Path, extensions: Path) -> None:
+    """In every candidate's runner, before it confines itself: have torch start its compilers through
+    wrappers in `folder` (of the build cache), the c++ one with precompiled headers under `extensions`.
 
-    Every worker does, builds and evaluations alike, with the same wrapper paths, so that an extension
+    Every runner does, builds and evaluations alike, with the same wrapper paths, so that an extension
     built in a sweep's build phase is up to date for the evaluation that loads it (ninja rebuilds when a
     command line changes). The wrapper folder is named by what the wrappers run (this Python, kbench, the
-    real compilers), so changing a real compiler still rebuilds. Outside a sweep's build phase there is
-    no slot server and a wrapper runs its compiler at once.
+    real compilers), so changing a real compiler still rebuilds. It lies outside the folders a confined
+    runner may write: no candidate can change what every later build runs. Outside a sweep's build phase
+    there is no slot server and a wrapper runs its compiler at once.
     """
     if os.name != "posix":
         return  # the wrappers are sh scripts
@@ -193,10 +195,11 @@ def install_compiler_wrappers(folder: Path) -> None:
         real["nvcc"] = nvcc
     package_parent = str(Path(__file__).resolve().parents[2])
     digest = hashlib.sha256(repr((sys.executable, package_parent, sorted(real.items()))).encode()).hexdigest()[:12]
-    wrappers = folder / f"compilers-{digest}"
+    wrappers = folder / digest
     try:
         for kind, compiler in real.items():
-            write_wrapper(wrappers / kind, kind, compiler, package_parent, folder / "pch" if kind == "c++" else None)
+            write_wrapper(wrappers / kind, kind, compiler, package_parent,
+                          extensions / "pch" if kind == "c++" else None)
     except OSError:
         return  # an unwritable cache: compilers run as torch starts them (a build in it fails on its own)
     os.environ["CXX"] = str(wrappers / "c++")

@@ -173,11 +173,13 @@ def _import_solution(job: Job, context: Context) -> None:
     progress.enter("loading solution")
     extensions = config.cache_dir / "extensions" / versions_tag()
     triton = config.cache_dir / "triton" / versions_tag()
-    for folder in (extensions, triton):
+    compilers = config.cache_dir / "compilers" / versions_tag()  # written before the runner confines itself
+    for folder in (extensions, triton, compilers):
         folder.mkdir(parents=True, exist_ok=True)
     runner = context.runner
     message = {"op": "load", "problem": job.problem_path, "solution": job.solution_path, "policy": config.policy,
-               "extensions": str(extensions), "triton_cache": str(triton), "log_path": job.log_path,
+               "extensions": str(extensions), "compilers": str(compilers), "triton_cache": str(triton),
+               "log_path": job.log_path,
                "writable": [str(runner.scratch), str(runner.exchange), str(extensions), str(triton), "/dev"]}
 
     def building(update: wire.Progress) -> None:
