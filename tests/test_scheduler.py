@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import socket
+
 from kbench.schedule.scheduler import build_order
 
 from conftest import PROBLEMS, REPO, SOLUTIONS, sharing_precompiled_headers
+
+
+def holding_a_slot(address: str) -> socket.socket:
+    """A connection to the slot server at `address` granted a slot, as build 0's compile: closing it frees it."""
+    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    holder.connect(address)
+    holder.sendall(b"0 c++\n")
+    assert holder.recv(1) == b"1"
+    return holder
 
 
 def test_cuda_builds_are_started_first():
@@ -37,17 +48,13 @@ def test_a_solution_built_once_skips_the_build_phase_next_time(cpu_config, tmp_p
 def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     # Real wrappers and real processes: `sh -c` stands in for the compilers (it has the `-c` of a compile).
     import os
-    import socket
     import subprocess
     import time
 
     from kbench.extensions.slots import SlotServer, write_wrapper
 
     server = SlotServer(slots=1, lookahead=4)
-    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a compile holding the only slot
-    holder.connect(server.address)
-    holder.sendall(b"0 c++\n")
-    assert holder.recv(1) == b"1"
+    holder = holding_a_slot(server.address)  # a compile holding the only slot
     log = tmp_path / "order.txt"
     compilers = []
     for rank, kind in [(5, "c++"), (3, "c++"), (6, "nvcc")]:
@@ -76,7 +83,6 @@ def test_a_build_s_timeout_does_not_count_its_waits_for_a_compile_slot(tmp_path)
     # Real wrappers, a real slot server and the pool's own wait: the "build" is a wrapper whose compiler
     # (`sh -c`) is instant but waits 2 s for the only slot, held by another build's compile.
     import os
-    import socket
     import subprocess
     import threading
     import time
@@ -89,10 +95,7 @@ def test_a_build_s_timeout_does_not_count_its_waits_for_a_compile_slot(tmp_path)
     write_wrapper(wrapper, "c++", "sh", str(REPO))
 
     def waiting_build(rank: int) -> subprocess.Popen:
-        holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # another build's compile: the only slot
-        holder.connect(server.address)
-        holder.sendall(b"0 c++\n")
-        assert holder.recv(1) == b"1"
+        holder = holding_a_slot(server.address)  # another build's compile: the only slot
         threading.Timer(2.0, holder.close).start()
         return subprocess.Popen([str(wrapper), "-c", "exit 0"], env=dict(os.environ, **server.environment(rank)))
 
@@ -117,7 +120,6 @@ def test_a_sweep_build_that_waits_for_a_compile_slot_is_not_timed_out(cpu_config
     # The whole path: the executor's build phase, a build worker, its runner importing a solution whose one
     # compile waits for the only slot, held here as another build's compile would, until it has waited 2 s
     # longer than the build's whole timeout (8 s).
-    import socket
     import threading
     import time
     from dataclasses import replace
@@ -129,10 +131,7 @@ def test_a_sweep_build_that_waits_for_a_compile_slot_is_not_timed_out(cpu_config
     executor = LocalExecutor()
     executor.start_builds(1)
     slots = executor._slots
-    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    holder.connect(slots.address)
-    holder.sendall(b"0 c++\n")
-    assert holder.recv(1) == b"1"
+    holder = holding_a_slot(slots.address)
 
     def release_after_the_timeout() -> None:
         deadline = time.monotonic() + 120
