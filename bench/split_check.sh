@@ -3,7 +3,8 @@
 # and after it, on the same solutions, each tree with a warm build cache of its own, then bench/split_cost.py's
 # table. The tree before the split is unpacked by the caller under .device/before:
 #     git archive 5f7dc5a kbench | tar -x -C .device/before
-# Usage: OUT=/some/dir [AFTER=/a/tree/with/kbench] bash bench/split_check.sh  (AFTER: default this tree)
+# Usage: OUT=/some/dir [AFTER=/a/tree/with/kbench] bash bench/split_check.sh [SWEEP OPTION...]
+#   AFTER: default this tree; SWEEP OPTIONs go to every sweep (--filter 'convt3d*' for a shorter run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -24,8 +25,8 @@ sweep() {
 }
 AFTER=${AFTER:-$ROOT}
 BEFORE=$ROOT/.device/before
-WARM=(--sweep 0 --trials 1 --time-budget 0.1)  # builds every extension once, into the tree's own cache
+WARM=(--sweep 0 --trials 1 --time-budget 0.1 "$@")  # builds every extension once, into the tree's own cache
 sweep "$AFTER" "$OUT/warmup_after.csv" "${WARM[@]}" & sweep "$BEFORE" "$OUT/warmup_before.csv" "${WARM[@]}"; wait
-sweep "$BEFORE" "$OUT/before.csv"
-sweep "$AFTER" "$OUT/after.csv"
+sweep "$BEFORE" "$OUT/before.csv" "$@"
+sweep "$AFTER" "$OUT/after.csv" "$@"
 PYTHONPATH=$ROOT python3 bench/split_cost.py "$OUT/before.csv" "$OUT/after.csv" | tee "$OUT/split_cost.txt"

@@ -2,12 +2,14 @@
 second batch new candidates, so builds are not what is measured), and the second batch again through the CLI.
 
     PYTHONPATH=$PWD python3 bench/warm_judge.py RUN_FOLDER KERNELBENCH_ROOT [--per-batch 16] [--device cuda:0]
+                                                [--out DIR]
 
 RUN_FOLDER holds KernelBench run files (level_<L>_problem_<ID>_sample_<S>_kernel.py), paired by level and id with
 KERNELBENCH_ROOT's problems; the first 2 x --per-batch files that pair are used, as source text (a training
 loop holds the text, not files). Every batch is built cold (a fresh build cache per batch). Prints, per batch,
 its wall time, its longest build, its evaluations' summed time, and the GPU time per candidate not spent
-evaluating (waiting for builds, and kbench's own overhead: an upper bound on the latter).
+evaluating (waiting for builds, and kbench's own overhead: an upper bound on the latter). --out DIR keeps the results:
+DIR/warm_judge.csv (both batches) and DIR/cli.csv.
 """
 
 from __future__ import annotations
@@ -54,14 +56,17 @@ def main() -> None:
     parser.add_argument("kernelbench_root", type=Path)
     parser.add_argument("--per-batch", type=int, default=16)
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--out", type=Path, help="a folder for the results CSVs (default: not kept)")
     arguments = parser.parse_args()
     pairs, _ = find_pairs(arguments.kernelbench_root, arguments.run_folder)
     pairs = pairs[:2 * arguments.per_batch]
     batches = [pairs[:arguments.per_batch], pairs[arguments.per_batch:]]
     with tempfile.TemporaryDirectory(prefix="kbench-warm-") as scratch:
+        kept = arguments.out or Path(scratch)
+        kept.mkdir(parents=True, exist_ok=True)
         config = RunConfig(device=arguments.device, cache_dir=Path(scratch) / "first")
         started = time.monotonic()
-        with kbench.Judge(config) as judge:
+        with kbench.Judge(config, out=kept / "warm_judge.csv") as judge:
             print(f"judge started in {time.monotonic() - started:.1f} s")
             for index, batch in enumerate(batches):
                 judge.config = replace(config, cache_dir=Path(scratch) / f"batch{index}")  # cold builds
@@ -75,10 +80,10 @@ def main() -> None:
         started = time.monotonic()
         completed = subprocess.run([sys.executable, "-m", "kbench", "sweep", "--problems", str(arguments.kernelbench_root),
                                     "--solutions", str(second), "--device", arguments.device, "--cache-dir",
-                                    str(Path(scratch) / "cli"), "--out", str(Path(scratch) / "cli.csv"), "--json"],
+                                    str(Path(scratch) / "cli"), "--out", str(kept / "cli.csv"), "--json"],
                                    capture_output=True, text=True)
         wall_s = time.monotonic() - started
-        rows = kbench.read_results(Path(scratch) / "cli.csv") if (Path(scratch) / "cli.csv").exists() else None
+        rows = kbench.read_results(kept / "cli.csv") if (kept / "cli.csv").exists() else None
         print(f"{'CLI sweep, batch 2':24} {0 if rows is None else len(rows):3d} candidates  wall {wall_s:7.1f} s  "
               f"(exit {completed.returncode})")
 

@@ -32,17 +32,17 @@ class Judge:
     """Judges batches of (problem, solution) pairs and stays warm between them. Use it as a context manager;
     one at a time in a process (the waiting workers and fork servers are the process's, and closing ends them).
 
-    `config`: the same settings the CLI takes (RunConfig); `devices`: where evaluations run (default: the
-    config's device, resolved); `jobs`: compilers at once (default: one per usable core, fewer if memory is
+    `config`: the same settings the CLI takes (RunConfig); `devices`: where evaluations run (default: as the
+    CLI's: every visible GPU under device "auto", else the config's device); `jobs`: compilers at once (default: one per usable core, fewer if memory is
     short); `executor`: a scheduler Executor (default: child processes here; ray_executor.RayExecutor for a
     cluster); `out`: a results CSV every result is appended to as it exists (default: none)."""
 
     def __init__(self, config: RunConfig | None = None, *, devices: list[str] | None = None,
                  jobs: int | None = None, executor=None, out: str | os.PathLike | None = None):
-        from kbench.schedule.child import resolve_device
+        from kbench.schedule.devices import devices_for
 
         self.config = config or RunConfig()
-        self.devices = devices or [resolve_device(self.config.device)]
+        self.devices = devices or devices_for(self.config.device, None)
         self.jobs = jobs
         self.executor = executor
         self.out = Path(out) if out is not None else None

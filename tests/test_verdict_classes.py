@@ -167,3 +167,27 @@ def test_a_judge_lost_before_the_candidate_existed_is_infra_error_not_its_crash(
         Status.CRASHED
     assert lost_worker_outcome(ProgressRecord(phase="checking"), None, config, tmp_path / "log").status == \
         Status.TIMEOUT
+
+
+def test_a_judge_lost_while_sweeping_keeps_the_official_verdict_its_progress_file_holds(tmp_path):
+    """The judge saves its progress at every phase and sweep configuration, serialising the official outcome
+    once; what the parent reads back after the judge died in the sweep is that outcome, samples and all."""
+    from kbench.config import RunConfig
+    from kbench.judge.progress import Progress
+    from kbench.results import Outcome, Timing
+    from kbench.schedule.child import lost_worker_outcome
+    from kbench.schedule.job import ProgressRecord, SweepCounts
+
+    official = Outcome(status=Status.CORRECT, reference_timing=Timing((2.0, 2.1, 2.2), "host-clock"),
+                       candidate_timing=Timing((1.0, 1.1, 0.9), "host-clock"))
+    progress = Progress(tmp_path / "progress.json")
+    progress.update(provisional=official)
+    progress.sweep_step(SweepCounts(passed=2, run=2, total=8), "N=37")
+    progress.update(flags=("weak_check",))  # saved again: the outcome is the same object
+    record = ProgressRecord.load(tmp_path / "progress.json")
+    assert record.provisional == official and record.sweep == SweepCounts(passed=2, run=2, total=8)
+    assert record.phase == "sweeping" and record.current == "N=37" and record.flags == ("weak_check",)
+    lost = lost_worker_outcome(record, -11, RunConfig(device="cpu", cache_dir=tmp_path), tmp_path / "log")
+    assert lost.status == Status.CORRECT and "sweep_failed" in lost.flags, lost
+    assert lost.candidate_timing == official.candidate_timing and lost.sweep.run == 3
+    assert "N=37: worker killed by SIGSEGV while sweeping" in lost.sweep.first_failure

@@ -33,6 +33,7 @@ class Progress:
         self.record = ProgressRecord()
         self.phase_started = time.monotonic()
         self.phase_seconds: dict[str, float] = {}
+        self._provisional: tuple[Outcome | None, dict | None] = (None, None)  # the record's, and its dict
 
     def enter(self, phase: str, current: str = "") -> None:
         if phase != self.record.phase:
@@ -75,7 +76,10 @@ class Progress:
                          if self.seconds_in(name, now) >= 0.005)
 
     def _save(self) -> None:
-        self.record.save(self.path)
+        provisional = self.record.provisional
+        if provisional is not self._provisional[0]:  # serialised once: the record is saved at every phase
+            self._provisional = (provisional, provisional.to_dict() if provisional is not None else None)
+        self.record.save(self.path, provisional=self._provisional[1])
 
 
 class Findings:

@@ -68,9 +68,14 @@ class ProgressRecord:
     sweep: SweepCounts = SweepCounts()
     runner_sessions: tuple[int, ...] = ()  # the judge's runners' sessions (the parent kills them with the judge)
 
-    def save(self, path: Path) -> None:
-        data = asdict(self)
-        data["provisional"] = self.provisional.to_dict() if self.provisional else None
+    def save(self, path: Path, provisional: dict | None = None) -> None:
+        """`provisional`: this record's provisional outcome as a dict, when the caller has it already (a sweep
+        saves the record at every configuration; the outcome, with its timing samples, does not change)."""
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["sweep"] = asdict(self.sweep)
+        if provisional is None and self.provisional is not None:
+            provisional = self.provisional.to_dict()
+        data["provisional"] = provisional
         write_json_atomic(path, data)
 
     def describe(self, now: float) -> str:
