@@ -5,8 +5,9 @@
 Default pair: the README's C++ swish solution. Each round builds the solution cold both ways, alternating:
 torch's way is a fresh Python importing the solution with an empty TORCH_EXTENSIONS_DIR (the time inside
 the import, torch already loaded); kbench's way is `kbench eval`'s build phase in a fresh build cache where
-torch's headers were precompiled before (what kbench prepares once per torch version and flag set, paid
-by the first build in a cache with those flags: its time is printed too). Prints the medians and their ratio.
+torch's headers were precompiled before for the solution's flags (kbench/extensions/primer.py; its time is
+printed too: a sweep prepares it once per build cache for the default flags; a candidate passing others, as the
+default pair's -O3, compiles without it in a sweep). Prints the medians and their ratio.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 from kbench.config import RunConfig
+from kbench.extensions import primer
 from kbench.schedule.scheduler import LocalExecutor
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,18 +35,6 @@ spec = importlib.util.spec_from_file_location("solution", sys.argv[1])
 spec.loader.exec_module(importlib.util.module_from_spec(spec))
 print(time.monotonic() - started)
 """
-# A C++ extension other than the measured one: building it first prepares the cache's precompiled header.
-PREPARE = '''
-import torch
-from torch.utils.cpp_extension import load_inline
-source = "torch::Tensor kbench_prepare(torch::Tensor x) { return x; }"
-prepared = load_inline("kbench_prepare", cpp_sources=source, functions=["kbench_prepare"], extra_cflags=FLAGS)
-class ModelNew(torch.nn.Module):
-    def forward(self, x):
-        return x
-'''
-
-
 def torch_build_s(solution: Path) -> float:
     with tempfile.TemporaryDirectory(prefix="kbench-torch-ext-") as folder:
         completed = subprocess.run([sys.executable, "-c", TORCH_WAY, str(solution)], capture_output=True, text=True,
@@ -69,13 +59,13 @@ def main() -> None:
     arguments = parser.parse_args()
     torch_times, kbench_times = [], []
     with tempfile.TemporaryDirectory(prefix="kbench-build-cost-") as scratch:
-        prepare = Path(scratch) / "prepare.py"
-        prepare.write_text(PREPARE.replace("FLAGS", repr(arguments.cflags)))
         for round_index in range(arguments.rounds):
             cache = Path(scratch) / f"cache{round_index}"
             started = time.monotonic()
-            kbench_build_s(prepare, arguments.problem, cache)
-            print(f"round {round_index + 1}: preparing the cache (first build, headers precompiled) "
+            subprocess.run([sys.executable, "-m", "kbench.extensions.primer",
+                            *primer.arguments(cache, False, arguments.cflags)], check=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+            print(f"round {round_index + 1}: preparing the cache (torch's headers precompiled) "
                   f"{time.monotonic() - started:6.1f} s", flush=True)
             torch_times.append(torch_build_s(arguments.solution))
             kbench_times.append(kbench_build_s(arguments.solution, arguments.problem, cache))

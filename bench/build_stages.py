@@ -101,12 +101,12 @@ def main() -> None:
             print(f"{solution.name}: {error}")
             continue
         extensions = Path(arguments.cache_dir, "extensions", versions_tag())
-        before = set(extensions.glob("*/build.ninja"))
+        before = set(extensions.glob("*/*/build.ninja"))  # <solution>/<extension>/
         result = LocalExecutor().build((problem, solution), config, arguments.device, "", 2)
         if result.status != "built":
             print(f"{solution.name}: {result.status}: {result.message[:60]}")
             continue
-        folders = [path.parent for path in sorted(set(extensions.glob("*/build.ninja")) - before)]
+        folders = [path.parent for path in sorted(set(extensions.glob("*/*/build.ninja")) - before)]
         for folder in folders:
             for stage, seconds in stages_of(folder, real_cxx).items():
                 per_stage[stage].append(seconds)

@@ -55,24 +55,35 @@ CPP_FIXTURES = [
 def cpu_config(cache_dir) -> RunConfig:
     """CPU evaluation with a short timing budget: tests check verdicts, not speed.
 
-    The C++ fixtures are built first, all cores at once (the same build phase `kbench eval` runs): first one
-    per set of compiler flags, which precompiles torch's headers for that set (kbench/extensions/pch.py), then the
-    rest, which use them.
+    The C++ fixtures are built first, all cores at once (the same build phase `kbench eval` runs), after
+    torch's headers were precompiled for each set of compiler flags they pass (kbench/extensions/primer.py: what
+    kbench prepares once per build cache for the default flags; the fixtures are ours, so their flags too).
     """
+    import json
+    import subprocess
+    import sys
     from concurrent.futures import ThreadPoolExecutor
 
+    from kbench.extensions import primer
     from kbench.schedule.scheduler import LocalExecutor
 
     config = RunConfig(device="cpu", cache_dir=cache_dir, timeout_s=300, time_budget_s=0.5, min_samples=3)
     executor = LocalExecutor()
-    first_of_each_flag_set = {_cflags(solution): (problem, solution) for problem, solution in reversed(CPP_FIXTURES)}
-    later = [pair for pair in CPP_FIXTURES if pair not in first_of_each_flag_set.values()]
+    flag_sets = sorted({_cflags(solution) for _, solution in CPP_FIXTURES} - {"[]"})  # kbench primes the default
+
+    def prime(flags: str) -> None:
+        subprocess.run([sys.executable, "-m", "kbench.extensions.primer",
+                        *primer.arguments(cache_dir, False, json.loads(flags))],
+                       env=dict(os.environ, PYTHONPATH=str(REPO)), check=True, capture_output=True)
     with (cache_dir / "fixtures.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one xdist worker builds; the others wait, then find the builds there
         if not (cache_dir / "fixtures.built").exists():
             with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-                for pairs in (list(first_of_each_flag_set.values()), later):
-                    list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), pairs))
+                primers = executor.prime_headers(CPP_FIXTURES, config, ["cpu"])  # as every sweep does
+                list(pool.map(prime, flag_sets))
+                for thread in primers:
+                    thread.join()
+                list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), CPP_FIXTURES))
             (cache_dir / "fixtures.built").touch()
     return config
 
@@ -88,9 +99,8 @@ def sharing_precompiled_headers(cache: Path, session_cache: Path) -> Path:
     once per torch version and flag set, not what a test about builds is about."""
     from kbench.extensions.cache import versions_tag
 
-    shared = session_cache / "extensions" / versions_tag() / "pch"
-    (cache / "extensions" / versions_tag()).mkdir(parents=True, exist_ok=True)
-    (cache / "extensions" / versions_tag() / "pch").symlink_to(shared, target_is_directory=True)
+    (cache / "pch").mkdir(parents=True, exist_ok=True)
+    (cache / "pch" / versions_tag()).symlink_to(session_cache / "pch" / versions_tag(), target_is_directory=True)
     return cache
 
 

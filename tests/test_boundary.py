@@ -100,6 +100,8 @@ def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_m
     if landlock_available():  # else the runner runs unconfined, and its log says so
         assert "write:denied" in result.message, result.message
         assert "compiler-wrapper:denied" in result.message, result.message  # what every later build runs
+        assert "other-extensions:denied" in result.message, result.message  # what other candidates load
+        assert "precompiled-headers:denied" in result.message, result.message  # what every later compile loads
 
 
 @pytest.mark.parametrize("solution, problem", [

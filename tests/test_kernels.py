@@ -89,9 +89,8 @@ def prebuilt(gpu_cache_dir):
 
     real = {name: getattr(cpp_extension, name) for name in ("load_inline", "load")}
     environment = {name: os.environ.get(name) for name in ("CXX", "PYTORCH_NVCC")}
-    root = gpu_cache_dir / "extensions" / versions_tag()
-    install_build_hooks(root, BuildRecord())
-    slots.install_compiler_wrappers(gpu_cache_dir / "compilers" / versions_tag(), root)
+    install_build_hooks(gpu_cache_dir / "extensions" / versions_tag() / "in-process", BuildRecord())
+    slots.install_compiler_wrappers(gpu_cache_dir / "compilers" / versions_tag(), gpu_cache_dir / "pch" / versions_tag())
     yield
     for name, function in real.items():
         setattr(cpp_extension, name, function)

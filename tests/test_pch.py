@@ -117,6 +117,9 @@ def test_links_and_queries_are_left_alone(tmp_path, arguments):
 
 
 def test_real_fixture_builds_precompile_torch_headers(cpu_config):
-    """The session's C++ fixtures were built through kbench's compiler wrappers: torch's header was
-    precompiled for them (one flag set per -O level they pass)."""
-    assert list(cpu_config.cache_dir.glob(f"extensions/*/pch/*/{pch.PRECOMPILED}"))
+    """The session's C++ fixtures were built through kbench's compiler wrappers after kbench's primer
+    precompiled torch's header for their flag sets (one per -O level they pass)."""
+    from kbench.extensions import primer
+    assert primer.marker(cpu_config.cache_dir, False, []).exists()
+    assert primer.marker(cpu_config.cache_dir, False, ["-O3"]).exists()
+    assert len(list(cpu_config.cache_dir.glob(f"pch/*/*/{pch.PRECOMPILED}"))) >= 2  # one per flag set

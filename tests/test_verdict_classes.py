@@ -74,25 +74,23 @@ def test_a_reference_failing_at_reduced_cpu_sizes_is_its_fault_with_a_hint(cpu_c
 
 # --- Ctrl-C ------------------------------------------------------------------------------------------
 
-# The candidate signals through the build cache, the one folder of the test's that its runner may write to.
+# The candidate signals through its own Triton cache folder, the one folder of the test's that its runner may
+# write to (named by the solution's content, which cannot name it: the runner says where it is).
 HELD = """
 import os, pathlib, time
 def _hold(name):
     folder = pathlib.Path({folder!r})
-    (pathlib.Path({signals!r}) / name).touch()
+    (pathlib.Path(os.environ["TRITON_CACHE_DIR"]) / (name + {suffix!r})).touch()
     while (folder / "hold").exists():
         time.sleep(0.05)
 """
 
 
-def _signals(cache_dir: Path, tmp_path: Path) -> Path:
-    from kbench.extensions.cache import versions_tag
-    folder = cache_dir / "extensions" / versions_tag() / f"signals-{tmp_path.name}"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+def _signalled(cache_dir: Path, tmp_path: Path, name: str) -> bool:
+    return any(cache_dir.glob(f"triton/*/*/{name}-{tmp_path.name}"))
 
 
-def _interruptible_sweep(tmp_path: Path, signals: Path) -> tuple[Path, Path, Path]:
+def _interruptible_sweep(tmp_path: Path) -> tuple[Path, Path, Path]:
     """problems/axpy.py with three solutions: one quick, one whose build (import) waits while `hold` exists,
     one whose forward waits while it exists."""
     problems, solutions = tmp_path / "problems", tmp_path / "solutions" / "axpy"
@@ -101,7 +99,7 @@ def _interruptible_sweep(tmp_path: Path, signals: Path) -> tuple[Path, Path, Pat
     (problems / "axpy.py").write_text((PROBLEMS / "axpy.py").read_text())
     plain = (SOLUTIONS / "axpy/correct_plain.py").read_text()
     (solutions / "a_quick.py").write_text(plain)
-    held = HELD.format(folder=str(tmp_path), signals=str(signals))
+    held = HELD.format(folder=str(tmp_path), suffix=f"-{tmp_path.name}")
     (solutions / "b_build.py").write_text(plain + held + "# builds like load_inline would\n_hold('building')\n")
     (solutions / "c_evaluation.py").write_text(plain + held + "_forward = ModelNew.forward\n"
                                                "def forward(self, *args):\n    _hold('evaluating')\n"
@@ -117,13 +115,12 @@ def _sweep(problems, solutions, out, cache_dir, *extra) -> list[str]:
 
 
 def test_ctrl_c_in_builds_and_evaluations_stops_at_once_and_resume_completes(tmp_path, cache_dir):
-    signals = _signals(cache_dir, tmp_path)
-    problems, solutions, out = _interruptible_sweep(tmp_path, signals)
+    problems, solutions, out = _interruptible_sweep(tmp_path)
     environment = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     process = subprocess.Popen(_sweep(problems, solutions, out, cache_dir), env=environment,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
-    while not ((signals / "building").exists() and (signals / "evaluating").exists()):
+    while not (_signalled(cache_dir, tmp_path, "building") and _signalled(cache_dir, tmp_path, "evaluating")):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.1)
     interrupted = time.monotonic()

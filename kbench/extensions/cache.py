@@ -54,6 +54,15 @@ def versions_tag() -> str:
     return f"torch{torch.__version__}-cuda{torch.version.cuda or 'none'}"
 
 
+def solution_folder(cache_dir: Path, kind: str, solution: Path) -> Path:
+    """`kind` ("extensions", "triton") of one solution file's builds: the only build folders its runner may
+    write. Named by the file's content, so its build phase and its evaluation, and every later run of the same
+    file, share them; no other candidate can change what it loads (identical extensions in two files are
+    built twice)."""
+    digest = hashlib.sha256(Path(solution).read_bytes()).hexdigest()[:16]
+    return Path(cache_dir) / kind / versions_tag() / digest
+
+
 @dataclass
 class BuildRecord:
     """What the builds of one candidate did (mutable: filled in while the candidate imports)."""

@@ -174,9 +174,10 @@ def _first(*values: float | None) -> float:
     return next(value for value in values if value is not None)
 
 
-def install_compiler_wrappers(folder: Path, extensions: Path) -> None:
-    """In every candidate's runner, before it confines itself: have torch start its compilers through
-    wrappers in `folder` (of the build cache), the c++ one with precompiled headers under `extensions`.
+def install_compiler_wrappers(folder: Path, headers: Path) -> None:
+    """In every candidate's runner, before it confines itself (and in kbench's primer.py): have torch start its
+    compilers through wrappers in `folder` (of the build cache), the c++ one with torch's headers precompiled
+    under `headers` (pch.py; the runner may not write there: a compile finds them or compiles without).
 
     Every runner does, builds and evaluations alike, with the same wrapper paths, so that an extension
     built in a sweep's build phase is up to date for the evaluation that loads it (ninja rebuilds when a
@@ -199,7 +200,7 @@ def install_compiler_wrappers(folder: Path, extensions: Path) -> None:
     try:
         for kind, compiler in real.items():
             write_wrapper(wrappers / kind, kind, compiler, package_parent,
-                          extensions / "pch" if kind == "c++" else None)
+                          headers if kind == "c++" else None)
     except OSError:
         return  # an unwritable cache: compilers run as torch starts them (a build in it fails on its own)
     os.environ["CXX"] = str(wrappers / "c++")

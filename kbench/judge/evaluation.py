@@ -9,13 +9,15 @@ from __future__ import annotations
 import resource
 import traceback
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 import torch
 
 from kbench import params
 from kbench.judge import guards, verdicts
-from kbench.extensions.cache import versions_tag
+from kbench.extensions.cache import solution_folder
+from kbench.extensions.primer import compilers_root, headers_root
 from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, Job, one_line
 from kbench.judge.verdicts import final_outcome
 from kbench.loading import build_reference, call_reference, input_maker, load_problem
@@ -171,15 +173,16 @@ def _import_solution(job: Job, context: Context) -> None:
     extensions; a failure there is the candidate's (compile_error, load_error)."""
     config, progress = context.config, context.progress
     progress.enter("loading solution")
-    extensions = config.cache_dir / "extensions" / versions_tag()
-    triton = config.cache_dir / "triton" / versions_tag()
-    compilers = config.cache_dir / "compilers" / versions_tag()  # written before the runner confines itself
-    for folder in (extensions, triton, compilers):
+    # The runner writes its own solution's build folders only: the compiler wrappers (written before it
+    # confines itself) and the precompiled headers (primer.py) that every later build runs are out of its reach.
+    extensions = solution_folder(config.cache_dir, "extensions", Path(job.solution_path))
+    triton = solution_folder(config.cache_dir, "triton", Path(job.solution_path))
+    for folder in (extensions, triton):
         folder.mkdir(parents=True, exist_ok=True)
     runner = context.runner
     message = {"op": "load", "problem": job.problem_path, "solution": job.solution_path, "policy": config.policy,
-               "extensions": str(extensions), "compilers": str(compilers), "triton_cache": str(triton),
-               "log_path": job.log_path,
+               "extensions": str(extensions), "compilers": str(compilers_root(config.cache_dir)),
+               "headers": str(headers_root(config.cache_dir)), "triton_cache": str(triton), "log_path": job.log_path,
                "writable": [str(runner.scratch), str(runner.exchange), str(extensions), str(triton), "/dev"]}
 
     def building(update: wire.Progress) -> None:

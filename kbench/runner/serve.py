@@ -137,7 +137,7 @@ class Runner:
         record.on_change = lambda: wire.send(self.replies, {"event": "building", "building": record.building,
                                                             "since": record.building_since})
         install_build_hooks(Path(message["extensions"]), record)
-        slots.install_compiler_wrappers(Path(message["compilers"]), Path(message["extensions"]))
+        slots.install_compiler_wrappers(Path(message["compilers"]), Path(message["headers"]))
         notes = limits.confine([Path(path) for path in message["writable"]])
         try:
             self.solution = load_module_in(Path(message["solution"]), "kbench_solution", self._problem(message))

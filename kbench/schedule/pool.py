@@ -73,6 +73,18 @@ class WorkerPool:
             finally:
                 self._end(process)
 
+    def run_helper(self, module: str, arguments: list[str], log_path: Path) -> int:
+        """`python -m module arguments` to its end, its output appended to `log_path`: a process of kbench's own
+        that runs no candidate code (extensions/primer.py), killed with the workers by kill_all."""
+        with log_path.open("ab") as log:
+            process = self._start_python(module, arguments, stdout=log, env=environment({}))
+            with self._lock:
+                self._sessions.add(process.pid)
+            try:
+                return process.wait()
+            finally:
+                self._end(process)
+
     # --- waiting workers ---------------------------------------------------------------------------
 
     def prestart(self, device: str) -> None:

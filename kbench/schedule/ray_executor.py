@@ -76,6 +76,10 @@ class RayExecutor:
         count = self._gpus() if devices[0].startswith("cuda") else self.cores()
         return [devices[0]] * max(1, count)
 
+    def prime_headers(self, pairs, config, devices) -> list:
+        """None on a cluster: a node's builds compile torch's headers as they are (primer.py runs on one machine)."""
+        return []
+
     def start_builds(self, jobs: int) -> int:
         return jobs  # each build task reserves its CPUs: Ray itself keeps the nodes from oversubscribing
 

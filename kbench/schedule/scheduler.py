@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Protocol
 
+from kbench.extensions import primer
 from kbench.extensions.cache import versions_tag
 from kbench.config import RunConfig
 from kbench.schedule.job import ProgressRecord
@@ -36,6 +37,10 @@ class Executor(Protocol):
 
         Each thread runs one evaluation at a time: one per GPU here, one per GPU of the cluster on Ray.
         """
+
+    def prime_headers(self, pairs: list[Pair], config: RunConfig, devices: list[str]) -> list[threading.Thread]:
+        """Have torch's headers precompiled for the builds of `pairs` on `devices`, where it can (primer.py);
+        returns the threads that wait for the primers it started (nobody need wait for them)."""
 
     def start_builds(self, jobs: int) -> int:
         """Get ready for a run's builds with `jobs` compilers at once; returns how many builds to run at once."""
@@ -64,6 +69,37 @@ class LocalExecutor:
     def __init__(self):
         self._slots: SlotServer | None = None
         self.compiles: list[Compile] = []  # the last build phase's compiles (slots.SlotServer.history)
+
+    def prime_headers(self, pairs: list[Pair], config: RunConfig, devices: list[str]) -> list[threading.Thread]:
+        """Precompile torch's headers for the default flags of the extensions `pairs` build, C++ and CUDA (on
+        GPUs), in a process of kbench's own beside the builds (primer.py): never waited for; a compile that finds
+        none compiles without. Once per build cache and flag set."""
+        on_gpus = any(device.startswith("cuda") for device in devices)
+        solutions = [_read(solution) for _, solution in pairs]
+        building = [solution for solution in solutions if solution is not None and solution.builds_extension]
+        variants = {solution.needs_cuda for solution in building if on_gpus or not solution.needs_cuda}
+        started = []
+        for cuda in sorted(variants):
+            done = primer.marker(config.cache_dir, cuda, [])
+            with _PRIMING_LOCK:
+                if done.exists() or done in _PRIMING:
+                    continue
+                _PRIMING.add(done)
+            log = config.cache_dir / "logs" / f"primer-{'cuda' if cuda else 'cpu'}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+
+            def run(cuda=cuda, done=done, log=log):
+                try:
+                    worker_pool().run_helper("kbench.extensions.primer",
+                                             primer.arguments(config.cache_dir, cuda), log)
+                except PoolClosed:
+                    pass  # kbench is exiting
+                finally:
+                    with _PRIMING_LOCK:
+                        _PRIMING.discard(done)
+            started.append(threading.Thread(target=run, name="kbench-primer", daemon=True))
+            started[-1].start()
+        return started
 
     def start_builds(self, jobs: int) -> int:
         self.end_builds()
@@ -99,6 +135,18 @@ class LocalExecutor:
     def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str,
                  on_progress: Watcher | None = None) -> Result:
         return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, on_progress=on_progress)
+
+
+# The precompiled headers' primers running in this process (by marker): one per build cache and flag set.
+_PRIMING: set[Path] = set()
+_PRIMING_LOCK = threading.Lock()
+
+
+def _read(solution_path: Path) -> Solution | None:
+    try:
+        return Solution.read(solution_path)
+    except OSError:
+        return None
 
 
 # A CUDA extension compiles its host and device sources as two compiler processes.
@@ -223,6 +271,7 @@ class _PairRun:
         self.interrupted = False
 
     def run(self) -> list[Result]:
+        self.executor.prime_headers(self.pairs, self.config, self.devices)
         threads = [threading.Thread(target=self.evaluate_on, args=(device,), daemon=True)
                    for device in self.executor.evaluation_devices(self.devices)]
         for thread in threads:
