@@ -102,6 +102,7 @@ def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_m
         assert "compiler-wrapper:denied" in result.message, result.message  # what every later build runs
         assert "other-extensions:denied" in result.message, result.message  # what other candidates load
         assert "precompiled-headers:denied" in result.message, result.message  # what every later compile loads
+        assert "exchange-folders:1-of-2-writable" in result.message, result.message  # its own, not the reference's
 
 
 @pytest.mark.parametrize("solution, problem", [

@@ -116,7 +116,7 @@ def test_hang_becomes_timeout_and_the_worker_is_killed(cpu_config, tmp_path):
 import os, subprocess, sys
 _hanging_forward = ModelNew.forward
 def _forward(self, *args):
-    print("RUNNER PID", os.getpid(), flush=True)
+    print("RUNNER PID", os.getpid(), "WORK", os.environ["KBENCH_WORK_DIR"], flush=True)
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)", {marker!r}], process_group=0)
     return _hanging_forward(self, *args)
 ModelNew.forward = _forward
@@ -133,6 +133,9 @@ ModelNew.forward = _forward
         Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
     processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert marker not in processes
+    # The killed judge never removed its runners' folders (arenas, scratch): its worker's folder went with it.
+    work = Path(Path(result.log_path).read_text().split(" WORK ")[1].split()[0])
+    assert work.name.startswith("kbench-worker-") and not work.exists()
 
 
 def test_build_past_its_timeout_is_timeout_and_compilers_are_killed(cpu_config, tmp_path):

@@ -57,9 +57,12 @@ class RunnerProcess:
 
     def __init__(self, device: str, protected: bool = False, build_only: bool = False):
         self.device = torch.device(device)
-        base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        # In the worker's own folder (schedule/pool.py removes it when the worker ends, however it ends); not in
+        # /dev/shm, which every runner may write (/dev holds the GPU's device files): there another evaluation's
+        # candidate could rewrite this runner's arenas, the reference's timed outputs among them.
+        base = os.environ.get("KBENCH_WORK_DIR") or None
         self.exchange = Path(tempfile.mkdtemp(prefix="kbench-exchange-", dir=base))
-        self.scratch = Path(tempfile.mkdtemp(prefix="kbench-scratch-"))
+        self.scratch = Path(tempfile.mkdtemp(prefix="kbench-scratch-", dir=base))
         commands_read, self.commands = os.pipe()
         self.replies, replies_write = os.pipe()
         environment = {"TMPDIR": str(self.scratch), "TORCHINDUCTOR_CACHE_DIR": str(self.scratch / "inductor")}

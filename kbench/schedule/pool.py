@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +44,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._top_up_lock = threading.Lock()  # one top-up at a time, so two cannot both start the missing workers
         self._sessions: set[int] = set()
+        self._work: dict[int, str] = {}  # a worker's folder (WORK_VARIABLE), by its pid
         self._waiting: dict[tuple[str, str], list[Worker]] = {}
         self._servers: dict[tuple[tuple, bool], ForkServer] = {}
         self._servers_lock = threading.Lock()
@@ -167,13 +170,20 @@ class WorkerPool:
     def _start(self, arguments: list[str], stdout, env: dict, generation: int | None = None) -> Worker:
         """`python -m kbench.judge.worker ARGUMENTS`, output to `stdout` (a file or DEVNULL), recorded as a live session
         (for a job of `generation`: killed again, with PoolClosed, when kill_all came in between)."""
-        process = self._fork(arguments, None if stdout == subprocess.DEVNULL else stdout.fileno(), env)
-        if process is None:
-            if generation is not None and generation != self._generation:
-                raise PoolClosed("the run was interrupted")
-            process = self._start_python("kbench.judge.worker", arguments, stdout=stdout, env=env)
+        work = tempfile.mkdtemp(prefix="kbench-worker-")
+        env = dict(env, **{WORK_VARIABLE: work})
+        try:
+            process = self._fork(arguments, None if stdout == subprocess.DEVNULL else stdout.fileno(), env)
+            if process is None:
+                if generation is not None and generation != self._generation:
+                    raise PoolClosed("the run was interrupted")
+                process = self._start_python("kbench.judge.worker", arguments, stdout=stdout, env=env)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
         with self._lock:
             self._sessions.add(process.pid)
+            self._work[process.pid] = work
         return self._adopt(process, generation)
 
     def _adopt(self, process: Worker, generation: int | None) -> Worker:
@@ -187,6 +197,9 @@ class WorkerPool:
         process.wait()
         with self._lock:
             self._sessions.discard(process.pid)
+            work = self._work.pop(process.pid, None)
+        if work is not None:  # its runners' folders, even when the judge was killed before removing them
+            shutil.rmtree(work, ignore_errors=True)
 
     def _fork(self, arguments: list[str], stdout: int | None, env: dict) -> ForkedWorker | None:
         if not sys.platform.startswith("linux"):
@@ -213,6 +226,11 @@ class WorkerPool:
         except RuntimeError as error:  # the launcher was shut down: the interpreter is exiting
             raise PoolClosed(str(error)) from error
         return started.result()
+
+
+# In a worker's environment: a folder of its own, removed when the worker ends, where its runners' scratch and
+# exchange folders are made (remote_process.RunnerProcess).
+WORK_VARIABLE = "KBENCH_WORK_DIR"
 
 
 class PoolClosed(RuntimeError):
