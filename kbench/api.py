@@ -33,8 +33,8 @@ class Judge:
     one at a time in a process (the waiting workers and fork servers are the process's, and closing ends them).
 
     `config`: the same settings the CLI takes (RunConfig); `devices`: where evaluations run (default: as the
-    CLI's: every visible GPU under device "auto", else the config's device); `jobs`: compilers at once (default: one per usable core, fewer if memory is
-    short); `executor`: a scheduler Executor (default: child processes here; ray_executor.RayExecutor for a
+    CLI's: every visible GPU under device "auto", else the config's device); `jobs`: compilers at once
+    (default: one per usable core, fewer if memory is short); `executor`: a scheduler Executor (default: child processes here; ray_executor.RayExecutor for a
     cluster); `out`: a results CSV every result is appended to as it exists (default: none)."""
 
     def __init__(self, config: RunConfig | None = None, *, devices: list[str] | None = None,

@@ -1,7 +1,7 @@
 """Arenas: byte buffers the judge allocates and shares with its runner, through which arguments go in and
 outputs come out. On a CPU an arena is a file in a folder of the judge's (the runner's exchange folder, which
-no other runner may write) mapped by both processes; on a GPU it is device memory shared through CUDA IPC. The judge never maps anything
-the runner names: the runner asks for room and the judge allocates it."""
+no other runner may write) mapped by both processes; on a GPU it is device memory shared through CUDA IPC. The
+judge never maps anything the runner names: the runner asks for room and the judge allocates it."""
 
 from __future__ import annotations
 
