@@ -263,3 +263,41 @@ def test_stopping_a_runner_kills_what_it_left_behind(runner):
         "print('gone' if not os.path.exists(f'/proc/{daemon}') else 'alive')\n")],
         capture_output=True, text=True, timeout=120)
     assert judge.stdout.strip().endswith("gone"), (judge.stdout, judge.stderr)
+
+
+MATMUL = """import torch
+class Model(torch.nn.Module):
+    def forward(self, a, b):
+        return a @ b
+n = 256
+KBENCH_SMALL = {"n": 256}
+def get_inputs():
+    return [torch.rand(n, n), torch.rand(n, n)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_processes_the_candidate_moves_out_of_its_group_are_stopped_with_its_runner(tmp_path):
+    """neighbour_processes.py starts processes in sessions of their own that spin while its runner is stopped
+    (while the reference is timed) and count their bursts: the runner's cgroup stops them first (freezer.py),
+    so they never spin; and the cgroup goes with the evaluation, the neighbours killed."""
+    from kbench.extensions.cache import solution_folder
+    from kbench.freezer import Freezer
+    from kbench.schedule.pool import worker_pool
+
+    probe = Freezer.create(f"probe-{os.getpid()}")
+    if probe is None:
+        pytest.skip("no cgroup can be made here (the runner's log says its neighbours are not stopped)")
+    probe.remove()
+    problem = tmp_path / "matmul.py"
+    problem.write_text(MATMUL)
+    config = RunConfig(device="cpu", cache_dir=tmp_path / "cache", timeout_s=120, time_budget_s=0.5, sweep=0)
+    result = evaluate(problem, CHEATS / "neighbour_processes.py", config)
+    assert result.status == Status.CORRECT and not rejecting(result), result.message
+    counts = {path.name: path.read_text() for path in
+              solution_folder(config.cache_dir, "triton", CHEATS / "neighbour_processes.py").glob("neighbour-*")}
+    assert not counts, counts  # no neighbour ever ran while the runner was stopped
+    assert "neighbour-" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    worker_pool().stop_waiting()  # the waiting workers' runners have cgroups too
+    assert not list((probe.folder.parent).glob("kbench-kbench-worker-*")), "a runner's cgroup was left behind"

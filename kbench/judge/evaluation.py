@@ -194,6 +194,9 @@ def _import_solution(job: Job, context: Context) -> None:
     for note in reply.get("notes") or []:
         if isinstance(note, str):
             print(f"kbench: runner: {note}", flush=True)
+    if runner.freezer is None and not job.build_only:
+        print("kbench: runner: no cgroup could be made for it: a process it moves out of its process group is "
+              "not stopped while the reference is timed", flush=True)
     if "failure" in reply:
         failure = wire.Failure.from_wire(reply["failure"] if isinstance(reply["failure"], dict) else {})
         raise Stop(failure.status, failure.message)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from kbench.freezer import Freezer
 from kbench.processes import children_of, kill_session, signal_name
 from kbench.runner import wire
 from kbench.runner.arenas import JudgeArenas
@@ -80,6 +81,9 @@ class RunnerProcess:
         self.arenas = JudgeArenas(self.device, self.exchange)
         self.instances = 0
         self.ready = False  # the runner said it started
+        # The candidate's runner, in a cgroup of its own before any candidate code runs: pause() stops all it
+        # starts, whatever its process group or session (freezer.py). Not for the reference's, nor for a build.
+        self.freezer = None if protected or build_only else _freezer_for(self.process.pid)
 
     def request(self, message: dict, on_progress=None) -> dict:
         """Send a command and wait for its reply; progress messages on the way go to `on_progress`."""
@@ -121,13 +125,17 @@ class RunnerProcess:
             return None
 
     def pause(self) -> None:
-        """Stop the runner's process group while the judge times the reference: nothing of the candidate's runs
-        beside it on the CPU, nor launches GPU work. (A child the candidate moved to a group of its own is not
-        stopped; scanning the session for it every round would cost more than the rounds: guards.md.)"""
+        """Stop the runner while the judge times the reference: nothing of the candidate's runs beside it on the
+        CPU, nor launches GPU work. Its process group, and through its cgroup (where one could be made) every
+        process it started, in whatever group or session."""
+        if self.freezer is not None:  # first: no process of the candidate's runs while its runner is stopped
+            self.freezer.freeze()
         _signal_group(self.process.pid, signal.SIGSTOP)
 
     def resume(self) -> None:
         _signal_group(self.process.pid, signal.SIGCONT)
+        if self.freezer is not None:
+            self.freezer.thaw()
 
     def kill(self) -> None:
         """SIGKILL the runner's session and go on (stop() waits): two runners' exits, CUDA teardown and all,
@@ -137,6 +145,8 @@ class RunnerProcess:
     def stop(self) -> None:
         """Kill the runner's session and whatever left it and was reparented to the judge (a subreaper:
         limits.py); remove its folders."""
+        if self.freezer is not None:
+            self.freezer.kill()  # thawed, and whatever it started killed, wherever it went
         kill_session(self.process.pid)
         self.process.wait()
         _LIVE.discard(self.process.pid)
@@ -151,6 +161,8 @@ class RunnerProcess:
                     os.waitpid(pid, 0)
                 except (ProcessLookupError, ChildProcessError):
                     pass
+        if self.freezer is not None:
+            self.freezer.remove()  # its processes are dead and reaped (the orphans above) or soon will be
         for fd in (self.commands, self.replies):
             try:
                 os.close(fd)
@@ -159,6 +171,17 @@ class RunnerProcess:
         self.arenas.close()
         shutil.rmtree(self.exchange, ignore_errors=True)
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _freezer_for(pid: int) -> Freezer | None:
+    """A cgroup holding the runner `pid`, named after the worker's folder (the pool removes what a killed judge
+    left: freezer.remove_left_by); None where none can be made (the runner's notes say so)."""
+    work = os.environ.get("KBENCH_WORK_DIR")
+    freezer = Freezer.create(f"{Path(work).name if work else os.getpid()}-{pid}")
+    if freezer is not None and not freezer.add(pid):
+        freezer.remove()
+        return None
+    return freezer
 
 
 @dataclass

@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
+from kbench.freezer import remove_left_by
 from kbench.processes import kill_session
 from kbench.schedule.forkserver import ForkedWorker, ForkServer, server_key
 
@@ -198,8 +199,9 @@ class WorkerPool:
         with self._lock:
             self._sessions.discard(process.pid)
             work = self._work.pop(process.pid, None)
-        if work is not None:  # its runners' folders, even when the judge was killed before removing them
+        if work is not None:  # its runners' folders and cgroups, even when the judge was killed before removing them
             shutil.rmtree(work, ignore_errors=True)
+            remove_left_by(Path(work).name)
 
     def _fork(self, arguments: list[str], stdout: int | None, env: dict) -> ForkedWorker | None:
         if not sys.platform.startswith("linux"):
