@@ -126,3 +126,13 @@ def remove_left_by(prefix: str) -> None:
             continue
         for folder in (root / own.lstrip("/")).glob(f"kbench-{prefix}*"):
             Freezer(folder, version).remove()
+
+
+def names() -> set[str]:
+    """The names of the cgroups this module made that are still there (below this process's own cgroups)."""
+    found = set()
+    for root, version in ((_V2, 2), (_V2_HYBRID, 2), (_V1, 1)):
+        own = _own_cgroup(version)
+        if own is not None:
+            found |= {folder.name.removeprefix("kbench-") for folder in (root / own.lstrip("/")).glob("kbench-*")}
+    return found

@@ -301,3 +301,23 @@ def test_processes_the_candidate_moves_out_of_its_group_are_stopped_with_its_run
     assert "neighbour-" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     worker_pool().stop_waiting()  # the waiting workers' runners have cgroups too
     assert not list((probe.folder.parent).glob("kbench-kbench-worker-*")), "a runner's cgroup was left behind"
+
+
+def test_what_a_killed_kbench_left_is_removed_by_the_next_one(tmp_path):
+    """Worker folders (runners' arenas and scratch) and runner cgroups are named after the kbench process that
+    made them; one killed outright cannot remove them: the next pool made on this machine does."""
+    import tempfile
+
+    from kbench.freezer import Freezer
+    from kbench.schedule import pool
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = Path(tempfile.mkdtemp(prefix=f"kbench-worker-{gone.pid}-"))
+    (stale / "kbench-exchange-x").mkdir()
+    mine = Path(tempfile.mkdtemp(prefix=f"kbench-worker-{os.getpid()}-"))
+    cgroup = Freezer.create(f"{stale.name}-1")
+    pool._remove_stale()
+    assert not stale.exists() and mine.exists()
+    assert cgroup is None or not cgroup.folder.exists()
+    mine.rmdir()

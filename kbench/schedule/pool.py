@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from kbench.freezer import remove_left_by
+from kbench.freezer import names as freezer_names, remove_left_by
 from kbench.processes import kill_session
 from kbench.schedule.forkserver import ForkedWorker, ForkServer, server_key
 
@@ -171,7 +171,7 @@ class WorkerPool:
     def _start(self, arguments: list[str], stdout, env: dict, generation: int | None = None) -> Worker:
         """`python -m kbench.judge.worker ARGUMENTS`, output to `stdout` (a file or DEVNULL), recorded as a live session
         (for a job of `generation`: killed again, with PoolClosed, when kill_all came in between)."""
-        work = tempfile.mkdtemp(prefix="kbench-worker-")
+        work = tempfile.mkdtemp(prefix=f"kbench-worker-{os.getpid()}-")  # this process's: see _remove_stale
         env = dict(env, **{WORK_VARIABLE: work})
         try:
             process = self._fork(arguments, None if stdout == subprocess.DEVNULL else stdout.fileno(), env)
@@ -265,6 +265,7 @@ def worker_pool() -> WorkerPool:
     global _pool
     with _pool_lock:
         if _pool is None:
+            _remove_stale()
             _pool = WorkerPool()
             atexit.register(_pool.close)
         return _pool
@@ -280,3 +281,30 @@ def environment(extra: dict) -> dict:
     """A worker's environment: this one, plus `extra`; KBENCH_PARENT_PID: the worker dies with this process."""
     return dict(os.environ, PYTHONUNBUFFERED="1", KBENCH_PARENT_PID=str(os.getpid()), **extra,
                 PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
+
+
+def _remove_stale() -> None:
+    """Worker folders and runner cgroups of kbench processes that are gone: one killed outright (a lost Ray
+    worker, kill -9) could not remove its own."""
+    for folder in Path(tempfile.gettempdir()).glob("kbench-worker-*-*"):
+        if _owner_gone(folder.name):
+            shutil.rmtree(folder, ignore_errors=True)
+    for name in freezer_names():  # a runner's cgroup is named after its worker's folder
+        if name.startswith("kbench-worker-") and _owner_gone(name):
+            remove_left_by(name)
+
+
+def _owner_gone(name: str) -> bool:
+    """Whether the kbench process that made `name` (kbench-worker-PID-...) is gone."""
+    owner = name.split("-")[2]
+    return owner.isdigit() and not _alive(int(owner))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
