@@ -300,7 +300,8 @@ def test_processes_the_candidate_moves_out_of_its_group_are_stopped_with_its_run
     assert not counts, counts  # no neighbour ever ran while the runner was stopped
     assert "neighbour-" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     worker_pool().stop_waiting()  # the waiting workers' runners have cgroups too
-    assert not list((probe.folder.parent).glob("kbench-kbench-worker-*")), "a runner's cgroup was left behind"
+    left = list(probe.folder.parent.glob(f"kbench-kbench-worker-{os.getpid()}-*"))  # this process's workers'
+    assert not left, f"runners' cgroups left behind: {left}"
 
 
 def test_what_a_killed_kbench_left_is_removed_by_the_next_one(tmp_path):

@@ -117,8 +117,11 @@ def _sweep(problems, solutions, out, cache_dir, *extra) -> list[str]:
 def test_ctrl_c_in_builds_and_evaluations_stops_at_once_and_resume_completes(tmp_path, cache_dir):
     problems, solutions, out = _interruptible_sweep(tmp_path)
     environment = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    # SIGINT as a terminal's foreground job has it, also where the suite itself was started with it ignored
+    # (a shell's background job: Python then never raises KeyboardInterrupt).
     process = subprocess.Popen(_sweep(problems, solutions, out, cache_dir), env=environment,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 180
     while not (_signalled(cache_dir, tmp_path, "building") and _signalled(cache_dir, tmp_path, "evaluating")):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()

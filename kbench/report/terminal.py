@@ -38,11 +38,7 @@ def run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run_
         return _run_with_progress(pairs, config, devices, jobs, out, quiet, run_id, executor)
     except KeyboardInterrupt:
         Console(stderr=True).print(f"interrupted: every finished result is in {out}{resume_hint}", soft_wrap=True)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # Every worker's session is killed already (run_pairs) and each row was written as it came: exit now,
-        # without joining threads that may still wait on a worker that was being started.
-        os._exit(130)
+        sys.exit(130)
 
 
 def _run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run_id, executor):
