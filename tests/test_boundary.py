@@ -278,10 +278,12 @@ def get_init_inputs():
 """
 
 
-def test_processes_the_candidate_moves_out_of_its_group_are_stopped_with_its_runner(tmp_path):
-    """neighbour_processes.py starts processes in sessions of their own that spin while its runner is stopped
-    (while the reference is timed) and count their bursts: the runner's cgroup stops them first (freezer.py),
-    so they never spin; and the cgroup goes with the evaluation, the neighbours killed."""
+@pytest.mark.parametrize("fixture", ["neighbour_processes.py", "neighbour_cgroup_escape.py"])
+def test_processes_the_candidate_moves_out_of_its_group_are_stopped_with_its_runner(tmp_path, fixture):
+    """The fixtures start processes that spin while the runner is stopped (while the reference is timed) and count
+    their bursts: in sessions of their own (the runner's cgroup stops them first: freezer.py), or born straight
+    into the judge's cgroup by clone3 (refused: runner/limits.py). They never spin; the cgroup goes with the
+    evaluation, the neighbours killed."""
     from kbench.extensions.cache import solution_folder
     from kbench.freezer import Freezer
     from kbench.schedule.pool import worker_pool
@@ -293,10 +295,10 @@ def test_processes_the_candidate_moves_out_of_its_group_are_stopped_with_its_run
     problem = tmp_path / "matmul.py"
     problem.write_text(MATMUL)
     config = RunConfig(device="cpu", cache_dir=tmp_path / "cache", timeout_s=120, time_budget_s=0.5, sweep=0)
-    result = evaluate(problem, CHEATS / "neighbour_processes.py", config)
+    result = evaluate(problem, CHEATS / fixture, config)
     assert result.status == Status.CORRECT and not rejecting(result), result.message
     counts = {path.name: path.read_text() for path in
-              solution_folder(config.cache_dir, "triton", CHEATS / "neighbour_processes.py").glob("neighbour-*")}
+              solution_folder(config.cache_dir, "triton", CHEATS / fixture).glob("neighbour-*")}
     assert not counts, counts  # no neighbour ever ran while the runner was stopped
     assert "neighbour-" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     worker_pool().stop_waiting()  # the waiting workers' runners have cgroups too

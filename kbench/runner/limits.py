@@ -6,6 +6,8 @@
   GPU's device files); reading stays open (the candidate reads the problem and torch).
 - No signals to processes outside its own (Landlock's signal scope, ABI 6 and later): it cannot stop the
   reference's runner while the reference is timed, nor signal the judge.
+- No clone3 (a seccomp filter answers ENOSYS): its CLONE_INTO_CGROUP would start a child outside the
+  runner's cgroup, which the judge freezes while the reference is timed (kbench/freezer.py).
 - No new privileges; as root, no network (a fresh network namespace) and no capabilities, so it cannot
   ptrace the judge or read its memory (the judge also makes itself non-dumpable: judge_protection).
 - No core files.
@@ -35,6 +37,10 @@ _SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every architecture (Lin
 _SYS_LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_SCOPE_SIGNAL = 1 << 1
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_SYS_CLONE3 = 435  # the same number on every architecture (Linux 5.3's common table)
+_ENOSYS = 38
 
 
 def _libc():
@@ -90,6 +96,7 @@ def confine(writable: list[Path]) -> list[str]:
     notes += _landlock(writable)
     libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     notes += _scope_signals(libc)
+    notes += _refuse_clone3(libc)
     if os.geteuid() == 0:
         notes += _drop_capabilities(libc)
     return notes
@@ -161,6 +168,32 @@ def _scope_signals(libc) -> list[str]:
             return [f"signals to other processes not blocked ({os.strerror(ctypes.get_errno())})"]
     finally:
         os.close(ruleset)
+    return []
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _refuse_clone3(libc) -> list[str]:
+    """A seccomp filter that answers clone3 with ENOSYS: clone3(CLONE_INTO_CGROUP) would start a child in another
+    cgroup given only a directory descriptor, which Landlock lets it open, and out of the freezer's reach
+    (kbench/freezer.py). C libraries fall back to clone on ENOSYS, so threads and processes start as before.
+    (No maintained seccomp binding is installed with torch; the filter is five instructions.)"""
+    program = (_SockFilter * 5)(
+        _SockFilter(0x20, 0, 0, 0),                         # load the system call's number
+        _SockFilter(0x54, 0, 0, 0xBFFFFFFF),                # without x86's x32 bit
+        _SockFilter(0x15, 0, 1, _SYS_CLONE3),               # clone3? then the next, else skip it
+        _SockFilter(0x06, 0, 0, 0x00050000 | _ENOSYS),      # return the error ENOSYS
+        _SockFilter(0x06, 0, 0, 0x7FFF0000))                # allow
+    filters = _SockFprog(len(program), program)
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(filters), 0, 0) != 0:
+        return [f"clone3 not refused: a child may be started outside the runner's cgroup "
+                f"({os.strerror(ctypes.get_errno())})"]
     return []
 
 
