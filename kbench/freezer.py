@@ -36,16 +36,12 @@ class Freezer:
     def create(cls, name: str) -> "Freezer | None":
         """A new, empty cgroup for freezing, below this process's own (whose limits it keeps); None where none
         can be made here."""
-        for root, version in ((_V2, 2), (_V2_HYBRID, 2), (_V1, 1)):
-            own = _own_cgroup(version)
-            if own is None or not (root / ("cgroup.controllers" if version == 2 else "tasks")).exists():
-                continue
-            folder = root / own.lstrip("/") / f"kbench-{name}"
+        for parent, version in _parents():
             try:
-                folder.mkdir()
+                (parent / f"kbench-{name}").mkdir()
             except OSError:
                 continue
-            return cls(folder, version)
+            return cls(parent / f"kbench-{name}", version)
         return None
 
     def add(self, pid: int) -> bool:
@@ -103,6 +99,17 @@ class Freezer:
             pass
 
 
+def _parents() -> list[tuple[Path, int]]:
+    """This process's own cgroup in each mounted hierarchy that can freeze (v2, v2 beside v1, v1's freezer), with
+    the hierarchy's version: where this module makes its cgroups."""
+    found = []
+    for root, version in ((_V2, 2), (_V2_HYBRID, 2), (_V1, 1)):
+        own = _own_cgroup(version)
+        if own is not None and (root / ("cgroup.controllers" if version == 2 else "tasks")).exists():
+            found.append((root / own.lstrip("/"), version))
+    return found
+
+
 def _own_cgroup(version: int) -> str | None:
     """This process's cgroup path in the v2 hierarchy, or in v1's freezer hierarchy (/proc/self/cgroup)."""
     try:
@@ -120,19 +127,11 @@ def _own_cgroup(version: int) -> str | None:
 def remove_left_by(prefix: str) -> None:
     """Kill what is in, and remove, every cgroup this module made whose name starts with `prefix` (a killed
     judge's: the worker pool knows its worker's name)."""
-    for root, version in ((_V2, 2), (_V2_HYBRID, 2), (_V1, 1)):
-        own = _own_cgroup(version)
-        if own is None:
-            continue
-        for folder in (root / own.lstrip("/")).glob(f"kbench-{prefix}*"):
+    for parent, version in _parents():
+        for folder in parent.glob(f"kbench-{prefix}*"):
             Freezer(folder, version).remove()
 
 
 def names() -> set[str]:
     """The names of the cgroups this module made that are still there (below this process's own cgroups)."""
-    found = set()
-    for root, version in ((_V2, 2), (_V2_HYBRID, 2), (_V1, 1)):
-        own = _own_cgroup(version)
-        if own is not None:
-            found |= {folder.name.removeprefix("kbench-") for folder in (root / own.lstrip("/")).glob("kbench-*")}
-    return found
+    return {folder.name.removeprefix("kbench-") for parent, _ in _parents() for folder in parent.glob("kbench-*")}

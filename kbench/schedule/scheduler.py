@@ -202,10 +202,8 @@ def plan_builds(pairs: list[Pair], config: RunConfig) -> tuple[list[int], list[i
 
 
 def _needs_cuda(solution_path: Path) -> bool:
-    try:
-        return Solution.read(solution_path).needs_cuda
-    except OSError:
-        return False
+    solution = _read(solution_path)
+    return solution is not None and solution.needs_cuda
 
 
 def _built_marker(solution: Solution, config: RunConfig) -> Path:
