@@ -295,6 +295,8 @@ def test_processes_the_candidate_moves_out_of_its_group_are_stopped_with_its_run
     problem = tmp_path / "matmul.py"
     problem.write_text(MATMUL)
     config = RunConfig(device="cpu", cache_dir=tmp_path / "cache", timeout_s=120, time_budget_s=0.5, sweep=0)
+    mine = f"kbench-kbench-worker-{os.getpid()}-*"  # this process's workers' runners' cgroups
+    before = set(probe.folder.parent.glob(mine))  # earlier tests' workers (a new pool removes what they left)
     result = evaluate(problem, CHEATS / fixture, config)
     assert result.status == Status.CORRECT and not rejecting(result), result.message
     counts = {path.name: path.read_text() for path in
@@ -302,7 +304,7 @@ def test_processes_the_candidate_moves_out_of_its_group_are_stopped_with_its_run
     assert not counts, counts  # no neighbour ever ran while the runner was stopped
     assert "neighbour-" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     worker_pool().stop_waiting()  # the waiting workers' runners have cgroups too
-    left = list(probe.folder.parent.glob(f"kbench-kbench-worker-{os.getpid()}-*"))  # this process's workers'
+    left = set(probe.folder.parent.glob(mine)) - before
     assert not left, f"runners' cgroups left behind: {left}"
 
 
