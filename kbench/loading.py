@@ -65,14 +65,15 @@ def call(model, inputs, device, failure_status: str, what: str = ""):
     """Run a forward and wait for the device, so asynchronous CUDA errors surface here.
 
     An error that lost the CUDA context propagates as it is, whoever called: it belongs to whatever launched
-    the failing kernel, which need not be this call (evaluation.py decides)."""
+    the failing kernel, which need not be this call; so does running out of memory, which may be the judge's
+    own copies (evaluation.py decides both)."""
     try:
         output = model(*inputs)
         synchronize(device)
         return output
     except Exception as error:
         traceback.print_exc()
-        if lost_context(error):
+        if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
             raise
         raise Stop(failure_status, f"{what}{one_line(error)}")
 

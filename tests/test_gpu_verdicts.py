@@ -54,3 +54,23 @@ def test_an_honest_kernel_more_accurate_than_the_reference_is_correct(results):
     assert result.status == Status.CORRECT, result.message
     assert result.check.truth_trials > 0 and result.check.truth_candidate_err < result.check.truth_reference_err
     assert flags.SWEEP_FAILED not in result.flags, result.sweep
+
+
+@pytest.fixture(scope="module")
+def card_sized(gpu_cache_dir):
+    """An honest candidate on inputs of a fifth and of 0.3 of the card (no sweep: its sizes are the card's)."""
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=1.0, sweep=0)
+    pairs = [(GPU / "problems" / f"rows_{share}_of_card.py", GPU / "row_sum_torch.py") for share in ("fifth", "third")]
+    return {Path(result.problem).stem: result for result in run_pairs(pairs, config, devices=["cuda:0"])}
+
+
+def test_inputs_of_a_fifth_of_the_card_fit_the_judges_copies(card_sized):
+    result = card_sized["rows_fifth_of_card"]
+    assert result.status == Status.CORRECT, result.message
+    assert result.speedup is not None
+
+
+def test_inputs_too_large_for_the_judges_copies_are_an_infra_error_not_the_candidates(card_sized):
+    result = card_sized["rows_third_of_card"]
+    assert result.status == Status.INFRA_ERROR, result.message
+    assert "kbench ran out of GPU memory while checking" in result.message and "GiB" in result.message

@@ -88,8 +88,23 @@ def _unexpected(error: Exception, context: Context) -> Outcome:
     phase, what = context.progress.record.phase, one_line(error)
     if context.official is not None:
         return verdicts.sweep_lost(context.official, context.progress.record, what, context.config.strict)
+    held = _judge_held_most(error, context.device)
+    if held:
+        return context.findings.outcome(Status.INFRA_ERROR, message=f"kbench ran out of GPU memory while {phase}: "
+                                        f"{held}; run it on a card with more memory", check=context.check)
     status = Status.REFERENCE_ERROR if phase in PHASES_BEFORE_THE_CANDIDATE else Status.RUNTIME_ERROR
     return context.findings.outcome(status, message=f"failed while {phase}: {what}", check=context.check)
+
+
+def _judge_held_most(error: Exception, device) -> str:
+    """When the judge's own allocation failed while the judge held most of the card (its copies of inputs and
+    outputs of gigabytes: the problem's size, not the candidate), what it held; else ""."""
+    if not isinstance(error, torch.OutOfMemoryError) or device.type != "cuda":
+        return ""
+    held, total = torch.cuda.memory_allocated(device), torch.cuda.get_device_properties(device).total_memory
+    if held < total / 2:
+        return ""
+    return f"its own copies of inputs and outputs held {held / 2**30:.1f} of the card's {total / 2**30:.1f} GiB"
 
 
 def _with_hint(status: str, message: str, job: Job, context: Context) -> str:

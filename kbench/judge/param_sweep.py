@@ -73,7 +73,7 @@ def _sweep_one(problem_module, configuration, context: Context, input_seed) -> s
         del accepted
         try:
             candidate = new_candidate(context.runner, init_inputs, config.seed, configuration)
-            candidate_output = candidate.call(clone(inputs), write_back=False)
+            candidate_output = candidate.call(inputs)
         except Stop as stop:
             return stop.message
         reference_output = call_reference(reference_model, inputs, device)

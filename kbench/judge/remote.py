@@ -33,17 +33,16 @@ class RemoteModel:
         self.last: wire.CallReply | None = None
         self.received_at = 0.0
         self.private: dict[int, torch.Tensor] = {}  # the judge's copies of timed outputs, by output index
+        self.staged: list = []  # the last call's arguments as the runner saw them (arena views; None: not a tensor)
 
     def __call__(self, *inputs):
         return self.call(list(inputs))
 
-    def call(self, inputs: list, mode: str = "plain", write_back: bool = True):
-        message, views = self.stage(inputs)
+    def call(self, inputs: list, mode: str = "plain"):
+        """The outputs for `inputs`, which are copied into the arenas (unless they are arena views already) and
+        stay as they were; what the candidate did to its copies is in `staged` until the next call."""
+        message, self.staged = self.stage(inputs)
         output, reply = self.send(message, mode)
-        if write_back:  # what the candidate did to its inputs, for the judge's mutation check
-            for value, staged in zip(inputs, views):
-                if staged is not None:
-                    value.copy_(staged)
         return output
 
     def arena_views(self, inputs: list) -> list:

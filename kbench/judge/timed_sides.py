@@ -52,7 +52,7 @@ class RemoteCall:
         self.precision = precision
 
     def __call__(self):
-        return self.model.call(self.buffers, write_back=False)
+        return self.model.call(self.buffers)
 
     def timed(self, flush) -> tuple[float, float, object]:
         message, _ = self.model.stage(self.buffers)  # in place: the buffers are the arenas

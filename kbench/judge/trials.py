@@ -41,13 +41,15 @@ def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str],
     precise_up_to = None  # the largest error against the float32 reference the float64 truth found precise
     for trial in range(config.trials):
         inputs = make_inputs(config.seed + trial)
-        candidate_inputs, reference_inputs = clone(inputs), clone(inputs)
-        # The candidate first: while it runs, no reference output for its inputs exists.
-        candidate_output = candidate.call(candidate_inputs, mode=trial_mode(trial, config.trials, context))
+        # The candidate first: while it runs, no reference output for its inputs exists. It runs on the
+        # arenas' copy of them, so one set of inputs of gigabytes costs three copies at most, not four.
+        candidate_output = candidate.call(inputs, mode=trial_mode(trial, config.trials, context))
+        candidate_inputs = _changed_inputs(inputs, candidate.staged)
+        reference_inputs = clone(inputs)
         reference_output = call_reference(reference_model, reference_inputs, context.device, cloned=True)
         _note_call(candidate, reference_ops, context)
         output_bytes = max(output_bytes, tensor_bytes(reference_output))
-        _check_inputs(inputs, candidate_inputs, reference_inputs, context)
+        _check_inputs(candidate_inputs, reference_inputs, context)
         _check_aliasing(candidate.last.aliases_input, reference_output, reference_inputs)
         outcome = check.compare(candidate_output, reference_output, config.tolerance_for)
         if not outcome.passed and all(earlier.passed for earlier in outcomes):
@@ -96,9 +98,17 @@ def _note_call(candidate, reference_ops: set[str], context: Context) -> None:
         context.findings.flag(flags.LIBRARY_ONLY, reply.library_only)
 
 
-def _check_inputs(pristine: list, candidate_inputs: list, reference_inputs: list, context: Context) -> None:
-    """Rejecting flag when the candidate changed its inputs other than as the reference changes its own."""
-    if guards.inputs_mutated(pristine, candidate_inputs) and guards.inputs_mutated(reference_inputs, candidate_inputs):
+def _changed_inputs(pristine: list, staged: list) -> list | None:
+    """The judge's copy of the inputs as the candidate left them, taken at once; None if it left them as they were
+    (the usual case: no copy is made)."""
+    after = [view if view is not None else value for view, value in zip(staged, pristine)]
+    return clone(after) if guards.inputs_mutated(pristine, after) else None
+
+
+def _check_inputs(candidate_inputs: list | None, reference_inputs: list, context: Context) -> None:
+    """Rejecting flag when the candidate changed its inputs (`candidate_inputs`: None if it did not) other than
+    as the reference changes its own."""
+    if candidate_inputs is not None and guards.inputs_mutated(reference_inputs, candidate_inputs):
         context.findings.flag(flags.MUTATED_INPUTS, "forward changed its input tensors in place, unlike the reference")
         context.findings.raise_if_rejected()
 
