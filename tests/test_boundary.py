@@ -92,11 +92,12 @@ def test_each_sweep_configuration_builds_a_new_model_new(config):
     assert not rejecting(result), result.message
 
 
-def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_memory(config):
+def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_memory_from_any_thread(config):
     from kbench.runner.limits import landlock_available
     result = evaluate(AXPY, BOUNDARY / "escape.py", config)
     assert result.status == Status.LOAD_ERROR
     assert "judge-memory:denied" in result.message, result.message
+    assert "threads:all-confined" in result.message, result.message  # none started before it confined itself
     if landlock_available():  # else the runner runs unconfined, and its log says so
         assert "write:denied" in result.message, result.message
         assert "compiler-wrapper:denied" in result.message, result.message  # what every later build runs
@@ -225,9 +226,9 @@ def test_a_runner_that_dies_is_reported_with_its_signal(runner):
 
 
 def test_a_runner_that_dies_starting_is_told_apart_from_one_that_could_have_run_the_candidate(runner):
-    """A runner that dies in its warm-up (its CUDA context: here a device that does not exist) never ran
-    anything of the candidate's: the judge makes that an infrastructure failure (evaluation._decided)."""
-    starting = RunnerProcess("cuda:99")
+    """The reference's runner warms up (its CUDA context: here a device that does not exist) before it says it is
+    ready: one that dies there ran nothing (the judge makes that an infrastructure failure, evaluation._decided)."""
+    starting = RunnerProcess("cuda:99", protected=True)
     try:
         with pytest.raises(RunnerDied) as died:
             starting.request({"op": "quit"})
@@ -237,6 +238,23 @@ def test_a_runner_that_dies_starting_is_told_apart_from_one_that_could_have_run_
     with pytest.raises(RunnerDied) as died:
         runner.request({"op": "quit"})
     assert died.value.ready
+
+
+def test_a_candidate_runner_that_fails_warming_up_ran_nothing_of_the_candidate_s(tmp_path):
+    """The candidate's runner warms up only once confined (evaluation._confine_runner): a failure there is an
+    infrastructure failure, not the candidate's."""
+    from types import SimpleNamespace
+    from kbench.judge import evaluation
+    from kbench.judge.progress import Stop
+    starting = RunnerProcess("cuda:99")
+    try:
+        context = SimpleNamespace(config=SimpleNamespace(cache_dir=tmp_path), runner=starting)
+        confined = evaluation._confine_runner(SimpleNamespace(solution_path=str(AXPY), log_path=""), context)
+        with pytest.raises(Stop) as stop:
+            confined()
+        assert stop.value.status == Status.INFRA_ERROR and "before any candidate code" in stop.value.message
+    finally:
+        starting.stop()
 
 
 def test_stopping_a_runner_kills_what_it_left_behind(runner):

@@ -26,7 +26,7 @@ from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.judge.progress import Context, Findings, Progress, Stop
 from kbench.judge.remote import RemoteModel, begin_stand_in, failure_of, new_candidate
-from kbench.judge.remote_process import RunnerDied, Runners
+from kbench.judge.remote_process import RunnerDied, Runners, describe_exit
 from kbench.results import Outcome, Status, Timing
 from kbench.runner import wire
 from kbench.judge.trials import run_trials
@@ -116,6 +116,7 @@ def _with_hint(status: str, message: str, job: Job, context: Context) -> str:
 
 def _stages(job: Job, context: Context, finish) -> Outcome:
     config, progress = context.config, context.progress
+    context.confined = _confine_runner(job, context)  # it warms up while the judge runs the reference
     progress.enter("loading problem")
     problem_module = load_problem(job.problem_path)
     overrides = dict(job.overrides)
@@ -183,22 +184,47 @@ def _reference_in_runner(stand_in: Callable[[], RemoteModel], reference: _Refere
         return timed, time_alone(timed, reference.make_inputs, context)
 
 
-def _import_solution(job: Job, context: Context) -> None:
-    """The runner confines itself and imports the solution in the problem's namespace, building its
-    extensions; a failure there is the candidate's (compile_error, load_error)."""
-    config, progress = context.config, context.progress
-    progress.enter("loading solution")
-    # The runner writes its own solution's build folders only: the compiler wrappers (written before it
-    # confines itself) and the precompiled headers (primer.py) that every later build runs are out of its reach.
+def _confine_runner(job: Job, context: Context) -> Callable[[], None]:
+    """Tell the candidate's runner what it may write, which it does first of all, while it is the only thread of
+    its process (limits.py); returns what waits for it to be confined and warmed up. Its own solution's build
+    folders only: the compiler wrappers (written before it confines itself) and the precompiled headers
+    (primer.py) that every later build runs are out of its reach."""
+    config, runner = context.config, context.runner
     extensions = solution_folder(config.cache_dir, "extensions", Path(job.solution_path))
     triton = solution_folder(config.cache_dir, "triton", Path(job.solution_path))
     for folder in (extensions, triton):
         folder.mkdir(parents=True, exist_ok=True)
+    context.build_folder = extensions
+    runner.send({"op": "confine", "compilers": str(compilers_root(config.cache_dir)),
+                 "headers": str(headers_root(config.cache_dir)), "triton_cache": str(triton),
+                 "log_path": job.log_path,
+                 "writable": [str(runner.scratch), str(runner.exchange), str(extensions), str(triton), "/dev"]})
+
+    def confined() -> None:
+        try:
+            reply = runner.reply()
+        except RunnerDied as died:  # no candidate code has run in it yet
+            raise Stop(Status.INFRA_ERROR, f"{describe_exit(died.returncode)} while the candidate's runner "
+                                           f"confined itself and warmed up, before any candidate code")
+        for note in reply.get("notes") or []:
+            if isinstance(note, str):
+                print(f"kbench: runner: {note}", flush=True)
+        if "failure" in reply:
+            failure = wire.Failure.from_wire(reply["failure"] if isinstance(reply["failure"], dict) else {})
+            raise Stop(Status.INFRA_ERROR, f"the candidate's runner failed confining itself or warming up, before "
+                                           f"any candidate code: {failure.message}")
+    return confined
+
+
+def _import_solution(job: Job, context: Context) -> None:
+    """The runner (confined by now) imports the solution in the problem's namespace, building its extensions; a
+    failure there is the candidate's (compile_error, load_error)."""
+    progress = context.progress
+    progress.enter("loading solution")
+    context.confined()
     runner = context.runner
-    message = {"op": "load", "problem": job.problem_path, "solution": job.solution_path, "policy": config.policy,
-               "extensions": str(extensions), "compilers": str(compilers_root(config.cache_dir)),
-               "headers": str(headers_root(config.cache_dir)), "triton_cache": str(triton), "log_path": job.log_path,
-               "writable": [str(runner.scratch), str(runner.exchange), str(extensions), str(triton), "/dev"]}
+    message = {"op": "load", "problem": job.problem_path, "solution": job.solution_path,
+               "policy": context.config.policy, "extensions": str(context.build_folder), "log_path": job.log_path}
 
     def building(update: wire.Progress) -> None:
         progress.update(building=update.building, build_since=update.since)
@@ -206,9 +232,6 @@ def _import_solution(job: Job, context: Context) -> None:
     progress.update(building="", build_since=None)
     context.build = wire.BuildInfo.from_wire(reply.get("build"))
     progress.update(build_s=context.build.seconds)
-    for note in reply.get("notes") or []:
-        if isinstance(note, str):
-            print(f"kbench: runner: {note}", flush=True)
     if runner.freezer is None and not job.build_only:
         print("kbench: runner: no cgroup could be made for it: a process it moves out of its process group is "
               "not stopped while the reference is timed", flush=True)

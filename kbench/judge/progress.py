@@ -7,6 +7,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from kbench import flags
 from kbench.config import RunConfig
@@ -131,6 +132,8 @@ class Context:
     overrides: dict = field(default_factory=dict)  # global overrides in use (the official sizes' or the CPU's)
     official: Outcome | None = None   # the verdict at the official sizes, once known (a sweep cannot undo it)
     build: BuildInfo = field(default_factory=BuildInfo)  # what the runner says its builds did
+    build_folder: Path | None = None  # the solution's extension builds: the runner writes there
+    confined: Callable[[], None] = lambda: None  # waits for the candidate's runner to be confined and warm
 
     @property
     def sizes(self) -> str:

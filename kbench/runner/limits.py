@@ -12,6 +12,12 @@
   ptrace the judge or read its memory (the judge also makes itself non-dumpable: judge_protection).
 - No core files.
 
+All of it is per thread but the core-file limit (Linux 6.18 has no Landlock TSYNC; capabilities and network
+namespaces have none): it reaches the calling thread and the threads it starts later, not those already
+running, and the candidate can run its code on any thread of its process. So confine() is called while the
+runner is its only thread, before the CUDA context and the profiler start theirs; threads found running are
+named in a note.
+
 Each protection that cannot be had here is named in the notes confine() returns; the judge records them.
 """
 
@@ -88,6 +94,10 @@ def confine(writable: list[Path]) -> list[str]:
     if not sys.platform.startswith("linux"):
         return ["not Linux: the runner is not confined"]
     libc = _libc()
+    others = len(os.listdir("/proc/self/task")) - 1
+    if others:
+        notes.append(f"{others} thread(s) already running are not confined (started before the runner confined "
+                     f"itself)")
     if os.geteuid() == 0:
         if libc.unshare(_CLONE_NEWNET) != 0:
             notes.append(f"network not isolated ({os.strerror(ctypes.get_errno())})")

@@ -1,10 +1,13 @@
 """The runner: the process that imports the candidate, builds ModelNew and calls it for the judge.
 
-`python -m kbench.runner.serve COMMANDS_FD REPLIES_FD DEVICE [protected]`, started by the judge
+`python -m kbench.runner.serve COMMANDS_FD REPLIES_FD DEVICE [protected] [build]`, started by the judge
 (kbench.judge.remote_process) in a session of its own. The judge starts two: the candidate's, and the
 reference's (`protected`), which builds only the problem's own Model (the "stand_in" op) and never imports a
-solution. It warms up (torch, the CUDA context) before the judge's first command, confines itself
-(limits.py) when told what it may write, and from then on does what the judge asks: import the solution in
+solution and warms up (the CUDA context) at once. The candidate's runner starts no thread before it confines
+itself (limits.py), when the judge's first command ("confine") says what it may write: confinement reaches only
+the thread that asks for it and the threads it starts later, and a candidate can run code on any thread of its
+process. Then it warms up (the CUDA context, the profiler) while the judge runs the reference, and from then on
+does what the judge asks: import the solution in
 the problem's namespace (KernelBench's convention: `class ModelNew(Model)` works), build instances, call them
 on tensors in the judge's arenas and copy their outputs into the judge's output arenas. Everything here is
 the candidate's to change once it is imported; the judge trusts none of it (remote.py says how it checks).
@@ -32,13 +35,14 @@ def main(argv: list[str]) -> int:
     commands, replies, device = int(argv[0]), int(argv[1]), torch.device(argv[2])
     limits.die_with_parent()
     tempfile.tempdir = None  # a fork keeps the judge's choice: read TMPDIR (the runner's scratch folder) again
-    protected = "protected" in argv[3:]
+    protected, build_only = "protected" in argv[3:], "build" in argv[3:]
     if protected:  # the reference's runner: no candidate code runs in it, nor may reach it
         limits.protect()
-    if "build" not in argv[3:]:  # a build needs no CUDA context: dozens of builds at once would fill a GPU
-        _warm_up(device, for_candidate=not protected)
-    wire.send(replies, {"event": "ready"})  # what fails from here on may be the candidate's doing
-    runner = Runner(device, replies)
+        _warm_up(device)
+    else:
+        _import_ahead()
+    wire.send(replies, {"event": "ready"})
+    runner = Runner(device, replies, warm=not build_only)  # a build needs no CUDA context: dozens at once fill a GPU
     while True:
         try:
             message = wire.receive(commands, limit=1 << 30)
@@ -55,9 +59,19 @@ def main(argv: list[str]) -> int:
         wire.send(replies, reply)
 
 
-def _warm_up(device: torch.device, for_candidate: bool) -> None:
-    """What every evaluation needs before the candidate: the CUDA context; for the candidate's runner also
-    torch's extension builder and the profiler's first starts (op recording, kernel attribution)."""
+def _import_ahead() -> None:
+    """What the candidate's runner imports before it knows its job (imports start no thread)."""
+    from torch.utils import cpp_extension  # noqa: F401 (the candidate's build needs it)
+    from kbench.runner import kernels  # noqa: F401
+    from kbench.extensions import cache, slots  # noqa: F401
+    from kbench.problem import load_module_in  # noqa: F401
+    from kbench.judge.guards import import_op_recording
+    import_op_recording()  # what the profiler's first start would import (about a second)
+
+
+def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
+    """What every evaluation needs before the candidate: the CUDA context; for the candidate's runner also the
+    profiler's first starts (op recording, kernel attribution). Each starts threads of its own."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)
@@ -65,7 +79,6 @@ def _warm_up(device: torch.device, for_candidate: bool) -> None:
         torch.set_num_threads(1)  # as the judge does on a CPU (worker.single_threaded)
     if not for_candidate:
         return
-    from torch.utils import cpp_extension  # noqa: F401 (imported ahead: the candidate's build needs it)
     from kbench.runner import kernels
     record_ops(lambda: torch.zeros(1) + 1)
     if device.type == "cuda":
@@ -73,8 +86,9 @@ def _warm_up(device: torch.device, for_candidate: bool) -> None:
 
 
 class Runner:
-    def __init__(self, device: torch.device, replies: int):
+    def __init__(self, device: torch.device, replies: int, warm: bool):
         self.device = device
+        self.warm = warm            # warm up once confined (not for a build)
         self.replies = replies
         self.arenas = RunnerArenas()
         self.views: dict[tuple, torch.Tensor] = {}
@@ -87,6 +101,8 @@ class Runner:
         for description in message.get("arenas", []):
             self.arenas.open(description)
         op = message.get("op")
+        if op == "confine":
+            return self._confine(message)
         if op == "stand_in":
             return self._stand_in(message)
         if op == "load":
@@ -126,19 +142,26 @@ class Runner:
             self.instances[message["instance"]] = problem.Model(*init).to(self.device)
         return {"ok": True}
 
-    def _load(self, message: dict) -> dict:
+    def _confine(self, message: dict) -> dict:
+        """The judge's first command to the candidate's runner: the compiler wrappers written (out of reach from
+        then on), this process confined while it is the only thread, then warmed up."""
         from kbench.extensions import slots
-        from kbench.extensions.cache import BuildError, BuildRecord, install_build_hooks
-        from kbench.problem import load_module_in
-        os.environ.setdefault("TRITON_CACHE_DIR", message["triton_cache"])
         if message.get("log_path"):
             _redirect_output(message["log_path"])
+        os.environ.setdefault("TRITON_CACHE_DIR", message["triton_cache"])
+        slots.install_compiler_wrappers(Path(message["compilers"]), Path(message["headers"]))
+        notes = limits.confine([Path(path) for path in message["writable"]])
+        if self.warm:
+            _warm_up(self.device, for_candidate=True)
+        return {"ok": True, "notes": notes}
+
+    def _load(self, message: dict) -> dict:
+        from kbench.extensions.cache import BuildError, BuildRecord, install_build_hooks
+        from kbench.problem import load_module_in
         record = BuildRecord(log_path=Path(message["log_path"]) if message.get("log_path") else None)
         record.on_change = lambda: wire.send(self.replies, {"event": "building", "building": record.building,
                                                             "since": record.building_since})
         install_build_hooks(Path(message["extensions"]), record)
-        slots.install_compiler_wrappers(Path(message["compilers"]), Path(message["headers"]))
-        notes = limits.confine([Path(path) for path in message["writable"]])
         try:
             self.solution = load_module_in(Path(message["solution"]), "kbench_solution", self._problem(message))
         except BuildError as error:
@@ -149,7 +172,7 @@ class Runner:
         if not isinstance(getattr(self.solution, "ModelNew", None), type):
             return _failure("load_error", "the solution defines no ModelNew class", record)
         self.namespaces = Namespaces(self.problem, self.solution)
-        return {"ok": True, "build": _build_info(record), "notes": notes}
+        return {"ok": True, "build": _build_info(record)}
 
     def _build(self, message: dict) -> dict:
         from kbench.extensions.cache import BuildError
