@@ -38,14 +38,15 @@ def build_reference(problem_module, seed: int, device):
 
 def input_maker(problem_module, device):
     """make_inputs(seed): the problem's get_inputs() under that seed, on the device; a get_inputs() that
-    raises is the problem's fault (reference_error), a lost CUDA context is not its (see lost_context)."""
+    raises is the problem's fault (reference_error), a lost CUDA context is not its (see lost_context), and
+    running out of memory may be the judge's copies (evaluation.py decides both)."""
     def make_inputs(seed: int) -> list:
         _seed_input_generators(seed, device)
         try:
             with torch.device(device):
                 return list(problem_module.get_inputs())
         except Exception as error:
-            if lost_context(error):
+            if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
                 raise
             traceback.print_exc()
             raise Stop(Status.REFERENCE_ERROR, f"the problem's get_inputs() failed: {one_line(error)}")

@@ -6,6 +6,7 @@ way is a Stop that becomes the outcome's status."""
 
 from __future__ import annotations
 
+import re
 import resource
 import traceback
 from dataclasses import dataclass, replace
@@ -88,7 +89,7 @@ def _unexpected(error: Exception, context: Context) -> Outcome:
     phase, what = context.progress.record.phase, one_line(error)
     if context.official is not None:
         return verdicts.sweep_lost(context.official, context.progress.record, what, context.config.strict)
-    held = _judge_held_most(error, context.device)
+    held = _judge_held_most(error, context)
     if held:
         return context.findings.outcome(Status.INFRA_ERROR, message=f"kbench ran out of GPU memory while {phase}: "
                                         f"{held}; run it on a card with more memory", check=context.check)
@@ -96,12 +97,28 @@ def _unexpected(error: Exception, context: Context) -> Outcome:
     return context.findings.outcome(status, message=f"failed while {phase}: {what}", check=context.check)
 
 
-def _judge_held_most(error: Exception, device) -> str:
-    """When the judge's own allocation failed while the judge held most of the card (its copies of inputs and
-    outputs of gigabytes: the problem's size, not the candidate), what it held; else ""."""
-    if not isinstance(error, torch.OutOfMemoryError) or device.type != "cuda":
+# How torch's out-of-memory message gives each process's use of the card (read from the driver, not the runner).
+_PROCESS_MEMORY = re.compile(r"Process (\d+) has ([\d.]+) (KiB|MiB|GiB) memory in use")
+_UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def _judge_held_most(error: Exception, context: Context) -> str:
+    """When the judge's own allocation failed and kbench's processes, not the candidate's, hold the card: what
+    they held; else "". Where the driver's figures name both runners, the candidate's runner is to blame only if
+    it holds more than the reference's (which runs the same model); else the judge alone must hold half."""
+    if not isinstance(error, torch.OutOfMemoryError) or context.device.type != "cuda":
         return ""
-    held, total = torch.cuda.memory_allocated(device), torch.cuda.get_device_properties(device).total_memory
+    held = torch.cuda.memory_allocated(context.device)
+    total = torch.cuda.get_device_properties(context.device).total_memory
+    used = {int(pid): float(amount) * _UNITS[unit] for pid, amount, unit in _PROCESS_MEMORY.findall(str(error))}
+    candidate, reference = (used.get(runner.process.pid) if runner is not None else None
+                            for runner in (context.runner, context.reference_runner))
+    if candidate is not None and reference is not None:
+        if candidate > 1.25 * reference + 2**30:
+            return ""
+        return (f"its own copies of inputs and outputs held {held / 2**30:.1f} GiB and the reference's runner "
+                f"{reference / 2**30:.1f} GiB of the card's {total / 2**30:.1f} GiB (the candidate's runner "
+                f"{candidate / 2**30:.1f} GiB)")
     if held < total / 2:
         return ""
     return f"its own copies of inputs and outputs held {held / 2**30:.1f} of the card's {total / 2**30:.1f} GiB"

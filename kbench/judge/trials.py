@@ -66,7 +66,7 @@ def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str],
                 _note_low_precision(reference_model, inputs, reference_output, candidate_output, context)
                 precise_up_to = max(precise_up_to or 0.0, outcome.norm_err or 0.0)
         guards.poison(reference_output)
-        del candidate_output, reference_output
+        del candidate_output, reference_output, inputs, candidate_inputs, reference_inputs  # before the next set
     if not context.check.passed:  # with the notes: that no float64 truth could decide, say
         raise Stop(Status.INCORRECT, "; ".join([context.check.first_mismatch or "outputs differ",
                                                 *context.findings.notes]))

@@ -28,6 +28,7 @@ import os
 import resource
 import signal
 import sys
+import threading
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
@@ -94,10 +95,10 @@ def confine(writable: list[Path]) -> list[str]:
     if not sys.platform.startswith("linux"):
         return ["not Linux: the runner is not confined"]
     libc = _libc()
-    others = len(os.listdir("/proc/self/task")) - 1
+    others = _other_threads()
     if others:
-        notes.append(f"{others} thread(s) already running are not confined (started before the runner confined "
-                     f"itself)")
+        notes.append(f"{len(others)} thread(s) already running are not confined (started before the runner "
+                     f"confined itself): {', '.join(others)}")
     if os.geteuid() == 0:
         if libc.unshare(_CLONE_NEWNET) != 0:
             notes.append(f"network not isolated ({os.strerror(ctypes.get_errno())})")
@@ -110,6 +111,18 @@ def confine(writable: list[Path]) -> list[str]:
     if os.geteuid() == 0:
         notes += _drop_capabilities(libc)
     return notes
+
+
+def _other_threads() -> list[str]:
+    """The names of this process's threads other than the calling one."""
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        if int(task) != threading.get_native_id():
+            try:
+                names.append(Path(f"/proc/self/task/{task}/comm").read_text().strip())
+            except OSError:
+                pass  # ended meanwhile
+    return names
 
 
 def landlock_available() -> bool:

@@ -38,9 +38,8 @@ def main(argv: list[str]) -> int:
     protected, build_only = "protected" in argv[3:], "build" in argv[3:]
     if protected:  # the reference's runner: no candidate code runs in it, nor may reach it
         limits.protect()
-        _warm_up(device)
-    else:
-        _import_ahead()
+        if not build_only:
+            _warm_up(device)
     wire.send(replies, {"event": "ready"})
     runner = Runner(device, replies, warm=not build_only)  # a build needs no CUDA context: dozens at once fill a GPU
     while True:
@@ -59,19 +58,14 @@ def main(argv: list[str]) -> int:
         wire.send(replies, reply)
 
 
-def _import_ahead() -> None:
-    """What the candidate's runner imports before it knows its job (imports start no thread)."""
-    from torch.utils import cpp_extension  # noqa: F401 (the candidate's build needs it)
-    from kbench.runner import kernels  # noqa: F401
-    from kbench.extensions import cache, slots  # noqa: F401
-    from kbench.problem import load_module_in  # noqa: F401
-    from kbench.judge.guards import import_op_recording
-    import_op_recording()  # what the profiler's first start would import (about a second)
-
-
 def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
     """What every evaluation needs before the candidate: the CUDA context; for the candidate's runner also the
-    profiler's first starts (op recording, kernel attribution). Each starts threads of its own."""
+    imports its build needs and the profiler's first starts (op recording, kernel attribution). Any of it may
+    start threads (some torch builds' imports do): the candidate's runner runs it once confined."""
+    if for_candidate:
+        from torch.utils import cpp_extension  # noqa: F401 (the candidate's build needs it)
+        from kbench.judge.guards import import_op_recording
+        import_op_recording()  # what the profiler's first start would import (about a second)
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)
@@ -153,6 +147,8 @@ class Runner:
         notes = limits.confine([Path(path) for path in message["writable"]])
         if self.warm:
             _warm_up(self.device, for_candidate=True)
+        else:  # a build: the imports alone
+            from torch.utils import cpp_extension  # noqa: F401
         return {"ok": True, "notes": notes}
 
     def _load(self, message: dict) -> dict:
