@@ -112,6 +112,13 @@ def tensor_bytes(values) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
+def release_cached_memory(device) -> None:
+    """Give the judge's freed GPU memory (kept by torch's caching allocator) back to the card, so that the
+    candidate's runner finds what the judge no longer uses."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
 def synchronize(device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)

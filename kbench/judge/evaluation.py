@@ -21,7 +21,7 @@ from kbench.extensions.cache import solution_folder
 from kbench.extensions.primer import compilers_root, headers_root
 from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, Job, one_line
 from kbench.judge.verdicts import final_outcome
-from kbench.loading import build_reference, call_reference, input_maker, load_problem
+from kbench.loading import build_reference, call_reference, clone, input_maker, load_problem, release_cached_memory
 from kbench.judge.measure import measure, time_alone
 from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
@@ -163,6 +163,7 @@ class _Reference:
     init_inputs: list
     make_inputs: object        # loading.input_maker at the evaluation's sizes
     ops: set[str]              # the aten ops its first call dispatched (empty without guards)
+    mutates_inputs: bool       # its first call changed its inputs (else the trials call it on theirs, uncopied)
     timed: RemoteModel | None = None  # the same Model in the reference's runner: the one timed (None: no timing)
     alone: Timing | None = None       # its timed calls before the candidate existed (None: not taken)
 
@@ -179,12 +180,15 @@ def _reference_first(job: Job, problem_module, context: Context) -> tuple[_Refer
                               context.overrides, job.log_path) if config.time else None
     make_inputs = input_maker(problem_module, device)
     outputs: list = []
+    inputs = make_inputs(config.seed)
+    used = clone(inputs)  # nothing else is held yet: the one time a copy costs no room
 
     def first_call():  # a reference that fails here is the problem's fault
-        outputs.append(call_reference(model, make_inputs(config.seed), device))
+        outputs.append(call_reference(model, used, device, cloned=True))
     ops = guards.record_ops(first_call) if config.guards else (first_call() or set())
     guards.poison(outputs.pop())
-    return _Reference(model, init_inputs, make_inputs, ops), stand_in
+    mutates = guards.inputs_mutated(inputs, used)
+    return _Reference(model, init_inputs, make_inputs, ops, mutates), stand_in
 
 
 def _reference_in_runner(stand_in: Callable[[], RemoteModel], reference: _Reference,
@@ -198,7 +202,9 @@ def _reference_in_runner(stand_in: Callable[[], RemoteModel], reference: _Refere
     if not (config.guards and context.device.type == "cuda"):
         return timed, None
     with context.progress.spent("guard: reference alone"):
-        return timed, time_alone(timed, reference.make_inputs, context)
+        alone = time_alone(timed, reference.make_inputs, context)
+    timed.private.clear()  # its copies of the timed outputs: made again when the timing loop needs them
+    return timed, alone
 
 
 def _confine_runner(job: Job, context: Context) -> Callable[[], None]:
@@ -261,9 +267,11 @@ def _official_verdict(reference: _Reference, context: Context) -> Outcome:
     """Correct (with its timing and flags) at the official sizes (or the CPU's reduced ones), or a Stop."""
     config, progress = context.config, context.progress
     progress.enter("building ModelNew")
+    release_cached_memory(context.device)  # what the reference's first calls freed: the candidate may need it
     candidate = new_candidate(context.runner, reference.init_inputs, config.seed, context.overrides)
     progress.enter("checking")
-    trials = run_trials(reference.model, candidate, reference.make_inputs, reference.ops, context)
+    trials = run_trials(reference.model, candidate, reference.make_inputs, reference.ops, context,
+                        reference.mutates_inputs)
     timed = measure(reference.model, reference.timed, candidate, reference.make_inputs, trials, context) \
         if config.time else None
     if timed and reference.alone:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from kbench import flags
 from kbench.judge import check, guards
-from kbench.loading import call_reference, clone, tensor_bytes
+from kbench.loading import call_reference, clone, release_cached_memory, tensor_bytes
 from kbench.judge.progress import Context, Stop
 from kbench.results import CheckResult, Status
 from kbench.runner.arenas import aliasing
@@ -34,8 +34,11 @@ def trial_mode(trial: int, trials: int, context: Context) -> str:
     return "plain"
 
 
-def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str], context: Context) -> TrialsResult:
-    """Every trial, or a Stop: incorrect at the first set of trials that does not pass, rejected on a flag."""
+def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str], context: Context,
+               reference_mutates: bool = True) -> TrialsResult:
+    """Every trial, or a Stop: incorrect at the first set of trials that does not pass, rejected on a flag.
+    `reference_mutates`: the reference changed its inputs when first called; if not, it runs on the trial's own
+    inputs, not a copy (one copy fewer of inputs of gigabytes)."""
     config = context.config
     outcomes, truth_verdicts, output_bytes = [], [], 0
     precise_up_to = None  # the largest error against the float32 reference the float64 truth found precise
@@ -45,7 +48,7 @@ def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str],
         # arenas' copy of them, so one set of inputs of gigabytes costs three copies at most, not four.
         candidate_output = candidate.call(inputs, mode=trial_mode(trial, config.trials, context))
         candidate_inputs = _changed_inputs(inputs, candidate.staged)
-        reference_inputs = clone(inputs)
+        reference_inputs = clone(inputs) if reference_mutates else inputs
         reference_output = call_reference(reference_model, reference_inputs, context.device, cloned=True)
         _note_call(candidate, reference_ops, context)
         output_bytes = max(output_bytes, tensor_bytes(reference_output))
@@ -67,6 +70,7 @@ def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str],
                 precise_up_to = max(precise_up_to or 0.0, outcome.norm_err or 0.0)
         guards.poison(reference_output)
         del candidate_output, reference_output, inputs, candidate_inputs, reference_inputs  # before the next set
+        release_cached_memory(context.device)  # room for the candidate's own allocations
     if not context.check.passed:  # with the notes: that no float64 truth could decide, say
         raise Stop(Status.INCORRECT, "; ".join([context.check.first_mismatch or "outputs differ",
                                                 *context.findings.notes]))
