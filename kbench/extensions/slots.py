@@ -9,8 +9,8 @@ its build came `lookahead` places earlier: long compiles start ahead and the sho
 them, while the first builds still end first and give the GPUs work early (bench/slot_order_sim.py
 compares the orders).
 
-How: every worker points torch at wrapper scripts for the host compiler (CXX) and nvcc (PYTORCH_NVCC),
-torch's own hooks for compiler wrappers such as ccache (install_compiler_wrappers). In a sweep's build
+How: every runner points torch at wrapper scripts for the host compiler (CXX) and nvcc (PYTORCH_NVCC),
+torch's own hooks for compiler wrappers such as ccache (compiler_wrappers: the judge writes them). In a sweep's build
 worker, a wrapper asked to compile (`-c`) connects to the run's slot server, waits for its turn, and
 then execs the real compiler with the same arguments, keeping the connection open: the slot is freed
 when the compiler and everything it started have exited, however they end. Anything else (linking,
@@ -175,9 +175,17 @@ def _first(*values: float | None) -> float:
 
 
 def install_compiler_wrappers(folder: Path, headers: Path) -> None:
-    """In every candidate's runner, before it confines itself (and in kbench's primer.py): have torch start its
-    compilers through wrappers in `folder` (of the build cache), the c++ one with torch's headers precompiled
-    under `headers` (pch.py; the runner may not write there: a compile finds them or compiles without).
+    """Have torch start this process's compilers through kbench's wrappers (compiler_wrappers): kbench's own
+    primer.py, and tests that build in-process."""
+    os.environ.update(compiler_wrappers(folder, headers))
+
+
+def compiler_wrappers(folder: Path, headers: Path) -> dict[str, str]:
+    """Write the wrappers in `folder` (of the build cache) through which torch starts its compilers, the c++ one
+    with torch's headers precompiled under `headers` (pch.py; the runner may not write there: a compile finds
+    them or compiles without); the environment that points torch at them ({} where they cannot be written: the
+    compilers then run as torch starts them). The judge writes them and hands the environment to the
+    candidate's runner, which then only sets it.
 
     Every runner does, builds and evaluations alike, with the same wrapper paths, so that an extension
     built in a sweep's build phase is up to date for the evaluation that loads it (ninja rebuilds when a
@@ -187,7 +195,7 @@ def install_compiler_wrappers(folder: Path, headers: Path) -> None:
     there is no slot server and a wrapper runs its compiler at once.
     """
     if os.name != "posix":
-        return  # the wrappers are sh scripts
+        return {}  # the wrappers are sh scripts
     from torch.utils.cpp_extension import CUDA_HOME  # only here: the wrappers themselves must not load torch
 
     real = {"c++": os.environ.get("CXX", "c++")}
@@ -202,10 +210,8 @@ def install_compiler_wrappers(folder: Path, headers: Path) -> None:
             write_wrapper(wrappers / kind, kind, compiler, package_parent,
                           headers if kind == "c++" else None)
     except OSError:
-        return  # an unwritable cache: compilers run as torch starts them (a build in it fails on its own)
-    os.environ["CXX"] = str(wrappers / "c++")
-    if "nvcc" in real:
-        os.environ["PYTORCH_NVCC"] = str(wrappers / "nvcc")
+        return {}  # an unwritable cache: compilers run as torch starts them (a build in it fails on its own)
+    return {"CXX": str(wrappers / "c++"), **({"PYTORCH_NVCC": str(wrappers / "nvcc")} if "nvcc" in real else {})}
 
 
 def write_wrapper(path: Path, kind: str, compiler: str, package_parent: str,

@@ -18,6 +18,7 @@ import torch
 from kbench import params
 from kbench.judge import guards, verdicts
 from kbench.extensions.cache import solution_folder
+from kbench.extensions.slots import compiler_wrappers
 from kbench.extensions.primer import compilers_root, headers_root
 from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, Job, one_line
 from kbench.judge.verdicts import final_outcome
@@ -210,7 +211,7 @@ def _reference_in_runner(stand_in: Callable[[], RemoteModel], reference: _Refere
 def _confine_runner(job: Job, context: Context) -> Callable[[], None]:
     """Tell the candidate's runner what it may write, which it does first of all, while it is the only thread of
     its process (limits.py); returns what waits for it to be confined and warmed up. Its own solution's build
-    folders only: the compiler wrappers (written before it confines itself) and the precompiled headers
+    folders only: the compiler wrappers (the judge writes them here) and the precompiled headers
     (primer.py) that every later build runs are out of its reach."""
     config, runner = context.config, context.runner
     extensions = solution_folder(config.cache_dir, "extensions", Path(job.solution_path))
@@ -218,9 +219,8 @@ def _confine_runner(job: Job, context: Context) -> Callable[[], None]:
     for folder in (extensions, triton):
         folder.mkdir(parents=True, exist_ok=True)
     context.build_folder = extensions
-    runner.send({"op": "confine", "compilers": str(compilers_root(config.cache_dir)),
-                 "headers": str(headers_root(config.cache_dir)), "triton_cache": str(triton),
-                 "log_path": job.log_path,
+    environment = compiler_wrappers(compilers_root(config.cache_dir), headers_root(config.cache_dir))
+    runner.send({"op": "confine", "environment": environment, "triton_cache": str(triton), "log_path": job.log_path,
                  "writable": [str(runner.scratch), str(runner.exchange), str(extensions), str(triton), "/dev"]})
 
     def confined() -> None:

@@ -137,13 +137,14 @@ class Runner:
         return {"ok": True}
 
     def _confine(self, message: dict) -> dict:
-        """The judge's first command to the candidate's runner: the compiler wrappers written (out of reach from
-        then on), this process confined while it is the only thread, then warmed up."""
-        from kbench.extensions import slots
+        """The judge's first command to the candidate's runner: its environment set (the compiler wrappers the
+        judge wrote), this process confined while it is the only thread (nothing before runs torch), then
+        warmed up."""
         if message.get("log_path"):
             _redirect_output(message["log_path"])
         os.environ.setdefault("TRITON_CACHE_DIR", message["triton_cache"])
-        slots.install_compiler_wrappers(Path(message["compilers"]), Path(message["headers"]))
+        os.environ.update({name: str(value) for name, value in (message.get("environment") or {}).items()
+                           if name in ("CXX", "PYTORCH_NVCC")})
         notes = limits.confine([Path(path) for path in message["writable"]])
         if self.warm:
             _warm_up(self.device, for_candidate=True)
