@@ -90,7 +90,7 @@ def _unexpected(error: Exception, context: Context) -> Outcome:
     phase, what = context.progress.record.phase, one_line(error)
     if context.official is not None:
         return verdicts.sweep_lost(context.official, context.progress.record, what, context.config.strict)
-    held = _judge_held_most(error, context)
+    held = _kbench_held_the_card(error, context)
     if held:
         return context.findings.outcome(Status.INFRA_ERROR, message=f"kbench ran out of GPU memory while {phase}: "
                                         f"{held}; run it on a card with more memory", check=context.check)
@@ -103,7 +103,7 @@ _PROCESS_MEMORY = re.compile(r"Process (\d+) has ([\d.]+) (KiB|MiB|GiB) memory i
 _UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 
 
-def _judge_held_most(error: Exception, context: Context) -> str:
+def _kbench_held_the_card(error: Exception, context: Context) -> str:
     """When the judge's own allocation failed and kbench's processes, not the candidate's, hold the card: what
     they held; else "". Where the driver's figures name both runners, the candidate's runner is to blame only if
     it holds more than the reference's (which runs the same model); else the judge alone must hold half."""
