@@ -40,6 +40,8 @@ def main(argv: list[str]) -> int:
         limits.protect()
         if not build_only:
             _warm_up(device)
+    else:
+        _import_ahead()
     wire.send(replies, {"event": "ready"})
     runner = Runner(device, replies, warm=not build_only)  # a build needs no CUDA context: dozens at once fill a GPU
     while True:
@@ -58,14 +60,19 @@ def main(argv: list[str]) -> int:
         wire.send(replies, reply)
 
 
+def _import_ahead() -> None:
+    """What the candidate's runner imports before its job comes (about a second, the profiler's part): imports
+    start no thread (a thread found running when it confines itself is named in a note: limits.confine)."""
+    from torch.utils import cpp_extension  # noqa: F401 (the candidate's build needs it)
+    from kbench.judge.guards import import_op_recording
+    from kbench.runner import kernels  # noqa: F401
+    import_op_recording()
+
+
 def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
     """What every evaluation needs before the candidate: the CUDA context; for the candidate's runner also the
-    imports its build needs and the profiler's first starts (op recording, kernel attribution). Any of it may
-    start threads (some torch builds' imports do): the candidate's runner runs it once confined."""
-    if for_candidate:
-        from torch.utils import cpp_extension  # noqa: F401 (the candidate's build needs it)
-        from kbench.judge.guards import import_op_recording
-        import_op_recording()  # what the profiler's first start would import (about a second)
+    profiler's first starts (op recording, kernel attribution). Each starts threads: the candidate's runner
+    runs it once confined."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)
@@ -138,7 +145,7 @@ class Runner:
 
     def _confine(self, message: dict) -> dict:
         """The judge's first command to the candidate's runner: its environment set (the compiler wrappers the
-        judge wrote), this process confined while it is the only thread (nothing before runs torch), then
+        judge wrote), this process confined while it is the only thread (nothing before it ran torch code), then
         warmed up."""
         if message.get("log_path"):
             _redirect_output(message["log_path"])
@@ -148,8 +155,6 @@ class Runner:
         notes = limits.confine([Path(path) for path in message["writable"]])
         if self.warm:
             _warm_up(self.device, for_candidate=True)
-        else:  # a build: the imports alone
-            from torch.utils import cpp_extension  # noqa: F401
         return {"ok": True, "notes": notes}
 
     def _load(self, message: dict) -> dict:
