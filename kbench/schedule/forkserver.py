@@ -153,6 +153,7 @@ def serve(connection: socket.socket, prime: bool) -> None:
     worker.die_with_parent()
     if prime:
         guards.import_op_recording()  # what a worker's first op recording imports, before any fork
+        from torch.utils import cpp_extension  # noqa: F401 (each judge writes the compiler wrappers with it)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
