@@ -6,7 +6,6 @@ way is a Stop that becomes the outcome's status."""
 
 from __future__ import annotations
 
-import re
 import resource
 import traceback
 from dataclasses import dataclass, replace
@@ -98,31 +97,14 @@ def _unexpected(error: Exception, context: Context) -> Outcome:
     return context.findings.outcome(status, message=f"failed while {phase}: {what}", check=context.check)
 
 
-# How torch's out-of-memory message gives each process's use of the card (read from the driver, not the runner).
-_PROCESS_MEMORY = re.compile(r"Process (\d+) has ([\d.]+) (KiB|MiB|GiB) memory in use")
-_UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
-
-
 def _kbench_held_the_card(error: Exception, context: Context) -> str:
-    """When the judge's own allocation failed and kbench's processes, not the candidate's, hold the card: what
-    they held; else "". Where the driver's figures name both runners, the candidate's runner is to blame only if
-    it holds more than the reference's (which runs the same model); else the judge alone must hold half."""
+    """What kbench's processes held when the judge's own allocation failed, if they, not the candidate's runner,
+    hold the card (verdicts.memory_shortage); else ""."""
     if not isinstance(error, torch.OutOfMemoryError) or context.device.type != "cuda":
         return ""
-    held = torch.cuda.memory_allocated(context.device)
-    total = torch.cuda.get_device_properties(context.device).total_memory
-    used = {int(pid): float(amount) * _UNITS[unit] for pid, amount, unit in _PROCESS_MEMORY.findall(str(error))}
-    candidate, reference = (used.get(runner.process.pid) if runner is not None else None
-                            for runner in (context.runner, context.reference_runner))
-    if candidate is not None and reference is not None:
-        if candidate > 1.25 * reference + 2**30:
-            return ""
-        return (f"its own copies of inputs and outputs held {held / 2**30:.1f} GiB and the reference's runner "
-                f"{reference / 2**30:.1f} GiB of the card's {total / 2**30:.1f} GiB (the candidate's runner "
-                f"{candidate / 2**30:.1f} GiB)")
-    if held < total / 2:
-        return ""
-    return f"its own copies of inputs and outputs held {held / 2**30:.1f} of the card's {total / 2**30:.1f} GiB"
+    return verdicts.memory_shortage(str(error), context.runner.process.pid, context.reference_runner.process.pid,
+                                    torch.cuda.memory_allocated(context.device),
+                                    torch.cuda.get_device_properties(context.device).total_memory)
 
 
 def _with_hint(status: str, message: str, job: Job, context: Context) -> str:

@@ -4,6 +4,7 @@ applies the same rules to a judge that died mid-sweep (runner.lost_worker_outcom
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from kbench import flags, stats
@@ -158,3 +159,26 @@ def note_slowed_reference(alone: Timing, during: Timing, findings) -> None:
     if message:
         findings.flag(flags.SLOWED_REFERENCE, message)
         findings.raise_if_rejected()
+
+
+# How torch's out-of-memory message gives each process's use of the card (read from the driver, not the runner).
+_PROCESS_MEMORY = re.compile(r"Process (\d+) has ([\d.]+) (KiB|MiB|GiB) memory in use")
+_UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def memory_shortage(message: str, candidate_pid: int, reference_pid: int, held: int, total: int) -> str:
+    """When the judge ran out of GPU memory (torch's `message`) holding `held` of `total` bytes: what kbench's
+    processes held, if the shortage is theirs; "" if it is the candidate's. Where the driver's figures in the
+    message name both runners, the candidate's runner is to blame only if it holds more than the reference's
+    (which runs the same model); else the judge alone must hold half the card."""
+    used = {int(pid): float(amount) * _UNITS[unit] for pid, amount, unit in _PROCESS_MEMORY.findall(message)}
+    candidate, reference = used.get(candidate_pid), used.get(reference_pid)
+    if candidate is not None and reference is not None:
+        if candidate > 1.25 * reference + 2**30:
+            return ""
+        return (f"its own copies of inputs and outputs held {held / 2**30:.1f} GiB and the reference's runner "
+                f"{reference / 2**30:.1f} GiB of the card's {total / 2**30:.1f} GiB (the candidate's runner "
+                f"{candidate / 2**30:.1f} GiB)")
+    if held < total / 2:
+        return ""
+    return f"its own copies of inputs and outputs held {held / 2**30:.1f} of the card's {total / 2**30:.1f} GiB"
