@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kbench import flags
 from kbench.results import Status
 from kbench.schedule.child import evaluate
 
@@ -252,4 +253,6 @@ def test_baselines_pytorch_defaults_and_compile_are_timed_in_the_same_rounds(cpu
         assert result.baseline_speedup(name) > 0
     row = result.to_row()
     assert row["speedup_compile"] == result.baseline_speedup("compile") and row["default_median_ms"] > 0
-    assert not result.flags  # compiling the reference must not look like tampering
+    # Compiling the reference must not look like tampering: no flag but the timing's own notes (a loaded CPU
+    # can make the candidate look faster than the judge's clock confirms).
+    assert not set(result.flags) - set(flags.MEASUREMENT), result.flags
