@@ -9,6 +9,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
+# In a judge worker's environment: a folder of its own, removed when the worker ends, where its runners' scratch
+# and exchange folders are made and after which their cgroups are named (schedule/pool.py makes it).
+WORK_VARIABLE = "KBENCH_WORK_DIR"
+
 
 def signal_name(number: int) -> str:
     """'SIGSEGV' for 11; the number itself for a signal this platform does not name."""

@@ -214,8 +214,8 @@ def _confine_runner(job: Job, context: Context) -> Callable[[], None]:
         for note in reply.get("notes") or []:
             if isinstance(note, str):
                 print(f"kbench: runner: {note}", flush=True)
-        if "failure" in reply:
-            failure = wire.Failure.from_wire(reply["failure"] if isinstance(reply["failure"], dict) else {})
+        failure = wire.Failure.in_reply(reply)
+        if failure is not None:
             raise Stop(Status.INFRA_ERROR, f"the candidate's runner failed confining itself or warming up, before "
                                            f"any candidate code: {failure.message}")
     return confined
@@ -240,8 +240,8 @@ def _import_solution(job: Job, context: Context) -> None:
     if runner.freezer is None and not job.build_only:
         print("kbench: runner: no cgroup could be made for it: a process it moves out of its process group is "
               "not stopped while the reference is timed", flush=True)
-    if "failure" in reply:
-        failure = wire.Failure.from_wire(reply["failure"] if isinstance(reply["failure"], dict) else {})
+    failure = wire.Failure.in_reply(reply)
+    if failure is not None:
         raise Stop(failure.status, failure.message)
 
 

@@ -91,8 +91,8 @@ class RemoteModel:
         return [slots[f"out{index}"] for index in range(len(slots)) if f"out{index}" in slots]
 
     def _reply(self, data: dict) -> dict:
-        if "failure" in data:
-            failure = wire.Failure.from_wire(data["failure"] if isinstance(data["failure"], dict) else {})
+        failure = wire.Failure.in_reply(data)
+        if failure is not None:
             raise self._stop(failure.status, failure.message)
         return data
 

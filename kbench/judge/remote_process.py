@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from kbench.freezer import Freezer
-from kbench.processes import children_of, kill_session, signal_name
+from kbench.processes import WORK_VARIABLE, children_of, kill_session, signal_name
 from kbench.runner import wire
 from kbench.runner.arenas import JudgeArenas
 from kbench.runner.limits import is_subreaper
@@ -61,7 +61,7 @@ class RunnerProcess:
         # In the worker's own folder (schedule/pool.py removes it when the worker ends, however it ends); not in
         # /dev/shm, which every runner may write (/dev holds the GPU's device files): there another evaluation's
         # candidate could rewrite this runner's arenas, the reference's timed outputs among them.
-        base = os.environ.get("KBENCH_WORK_DIR") or None
+        base = os.environ.get(WORK_VARIABLE) or None
         self.exchange = Path(tempfile.mkdtemp(prefix="kbench-exchange-", dir=base))
         self.scratch = Path(tempfile.mkdtemp(prefix="kbench-scratch-", dir=base))
         commands_read, self.commands = os.pipe()
@@ -176,7 +176,7 @@ class RunnerProcess:
 def _freezer_for(pid: int) -> Freezer | None:
     """A cgroup holding the runner `pid`, named after the worker's folder (the pool removes what a killed judge
     left: freezer.remove_left_by); None where none can be made (the runner's notes say so)."""
-    work = os.environ.get("KBENCH_WORK_DIR")
+    work = os.environ.get(WORK_VARIABLE)
     freezer = Freezer.create(f"{Path(work).name if work else os.getpid()}-{pid}")
     if freezer is not None and not freezer.add(pid):
         freezer.remove()

@@ -140,6 +140,13 @@ class Failure:
     message: str
 
     @classmethod
+    def in_reply(cls, reply: dict) -> "Failure | None":
+        """The failure a reply reports (None: it reports none)."""
+        if "failure" not in reply:
+            return None
+        return cls.from_wire(reply["failure"] if isinstance(reply["failure"], dict) else {})
+
+    @classmethod
     def from_wire(cls, data: dict) -> "Failure":
         status = data.get("status")
         message = data.get("message") if isinstance(data.get("message"), str) else "(no message)"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from kbench.freezer import names as freezer_names, remove_left_by
-from kbench.processes import kill_session
+from kbench.processes import WORK_VARIABLE, kill_session
 from kbench.schedule.forkserver import ForkedWorker, ForkServer, server_key
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -228,11 +228,6 @@ class WorkerPool:
         except RuntimeError as error:  # the launcher was shut down: the interpreter is exiting
             raise PoolClosed(str(error)) from error
         return started.result()
-
-
-# In a worker's environment: a folder of its own, removed when the worker ends, where its runners' scratch and
-# exchange folders are made (remote_process.RunnerProcess).
-WORK_VARIABLE = "KBENCH_WORK_DIR"
 
 
 class PoolClosed(RuntimeError):
