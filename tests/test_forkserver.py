@@ -89,3 +89,20 @@ def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_pa
     build_server = worker_pool().fork_server(waiting=False)  # not the waiting workers'
     assert int(built.message.rsplit("parent ", 1)[1].split()[0]) == build_server.process.pid, built.message
     assert "build output here" in open(built.log_path).read()
+
+
+def test_a_waiting_worker_that_cannot_warm_up_says_why(cpu_config):
+    # A machine or kbench fault while a waiting worker warms up (here: a CUDA device asked of a CPU-only torch)
+    # reached the verdict as "worker exited with code 1 while starting", with its cause nowhere: the waiting
+    # worker's output went nowhere until a job came. The cause is now the job log's last line.
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine where warming up on cuda:0 fails")
+    try:
+        result = evaluate(PROBLEMS / "axpy.py", SOLUTIONS / "axpy/correct_plain.py", cpu_config, device="cuda:0")
+    finally:
+        worker_pool().stop_waiting()
+    assert result.status == Status.INFRA_ERROR, result.message
+    assert result.message.startswith("worker exited with code 1 while starting: "), result.message
+    assert "cuda" in result.message.split("while starting: ")[1].lower(), result.message

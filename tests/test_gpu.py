@@ -250,3 +250,18 @@ class ModelNew(nn.Module):
     def forward(self, x, y):
         return ext.run(x, y, self.alpha)
 '''
+
+
+def test_every_thread_of_the_candidate_s_runner_is_confined_on_a_gpu(tmp_path):
+    """Importing torch's extension builder asks whether CUDA is available, which initialises CUDA's driver: in
+    the runner that started a driver thread before it confined itself (a thread with the runner's full rights,
+    where a candidate's code could run), and in the fork server every judge forked from it failed to warm up.
+    The import asks NVML instead (extensions.import_extension_builder)."""
+    from kbench.schedule.child import evaluate
+
+    config = RunConfig(device="cuda", cache_dir=tmp_path, sweep=0, timeout_s=120)
+    fixtures = REPO / "tests" / "fixtures"
+    result = evaluate(fixtures / "problems" / "axpy.py", fixtures / "boundary" / "escape.py", config, device="cuda:0")
+    assert result.status == Status.LOAD_ERROR, result.message
+    assert "threads:all-confined" in result.message, result.message
+    assert "judge-memory:denied" in result.message, result.message

@@ -196,7 +196,9 @@ def compiler_wrappers(folder: Path, headers: Path) -> dict[str, str]:
     """
     if os.name != "posix":
         return {}  # the wrappers are sh scripts
-    from torch.utils.cpp_extension import CUDA_HOME  # only here: the wrappers themselves must not load torch
+    from kbench.extensions import import_extension_builder  # only here: the wrappers must not load torch
+
+    CUDA_HOME = import_extension_builder().CUDA_HOME
 
     real = {"c++": os.environ.get("CXX", "c++")}
     nvcc = os.environ.get("PYTORCH_NVCC") or (os.path.join(CUDA_HOME, "bin", "nvcc") if CUDA_HOME else "")

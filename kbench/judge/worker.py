@@ -16,6 +16,7 @@ import os
 import platform
 import signal
 import sys
+import traceback
 from pathlib import Path
 
 import torch
@@ -43,13 +44,20 @@ def main(argv: list[str]) -> int:
     judge_protection()
     os.nice(int(os.environ.get("KBENCH_NICE", "0")))  # a build: the compilers it starts inherit it
     if argv[0] == "--wait":
-        runners = _warm_up(argv[1])
+        try:
+            runners, warm_up_failure = _warm_up(argv[1]), ""
+        except Exception:  # kbench's or the machine's: told in the log of the job this worker waits for
+            runners, warm_up_failure = None, traceback.format_exc()
         line = sys.stdin.readline().strip()
         if not line:
-            runners.stop()
+            if runners is not None:
+                runners.stop()
             return 0  # the parent closed the pipe: no job came
         job = Job.load(Path(line))
         _redirect_output(job.log_path)
+        if runners is None:
+            sys.stderr.write(f"kbench's worker failed to warm up before the job came:\n{warm_up_failure}")
+            return 1
     else:
         job = Job.load(Path(argv[0]))
         runners = Runners.start(job.device, build_only=job.build_only)

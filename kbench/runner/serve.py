@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from kbench.extensions import import_extension_builder
 from kbench.judge.guards import record_ops
 from kbench.schedule.job import one_line
 from kbench.runner import limits, wire
@@ -63,7 +64,7 @@ def main(argv: list[str]) -> int:
 def _import_ahead() -> None:
     """What the candidate's runner imports before its job comes (about a second, the profiler's part): imports
     start no thread (a thread found running when it confines itself is named in a note: limits.confine)."""
-    from torch.utils import cpp_extension  # noqa: F401 (the candidate's build needs it)
+    import_extension_builder()  # the candidate's build needs it
     from kbench.judge.guards import import_op_recording
     from kbench.runner import kernels  # noqa: F401
     import_op_recording()

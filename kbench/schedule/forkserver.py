@@ -148,12 +148,13 @@ class ForkedWorker:
 # --- the server --------------------------------------------------------------------------------
 
 def serve(connection: socket.socket, prime: bool) -> None:
+    from kbench.extensions import import_extension_builder
     from kbench.judge import guards, worker
 
     worker.die_with_parent()
     if prime:
         guards.import_op_recording()  # what a worker's first op recording imports, before any fork
-        from torch.utils import cpp_extension  # noqa: F401 (each judge writes the compiler wrappers with it)
+        import_extension_builder()  # each judge writes the compiler wrappers with it
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
