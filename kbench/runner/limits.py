@@ -3,7 +3,8 @@
 - Its own session and process group (the judge starts it so) and death with the judge (die_with_parent).
 - Landlock, where the kernel offers it and the `landlock` package is installed: files may be written only
   under the folders the judge names (its scratch folder, the exchange folder, the build cache, /dev for the
-  GPU's device files); reading stays open (the candidate reads the problem and torch).
+  GPU's device files) and its own /proc/PID (CUDA's driver names its threads there); reading stays open (the
+  candidate reads the problem and torch).
 - No signals to processes outside its own (Landlock's signal scope, ABI 6 and later): it cannot stop the
   reference's runner while the reference is timed, nor signal the judge.
 - No clone3 (a seccomp filter answers ENOSYS): its CLONE_INTO_CGROUP would start a child outside the
@@ -153,10 +154,26 @@ def _landlock(writable: list[Path]) -> list[str]:
         for folder in writable:
             if folder.exists():
                 ruleset.allow(str(folder), rules=rights)
+        ruleset.allow(_own_proc_folder(), rules=rights)
         ruleset.apply()
     except Exception as error:  # a kernel that refuses part of the ruleset: run without it, and say so
         return [f"writes not confined (Landlock: {error})"]
     return []
+
+
+_own_proc_fd: int | None = None
+
+
+def _own_proc_folder() -> str:
+    """/proc/PID of this process, which it may write: CUDA's driver names each thread it starts by writing
+    /proc/self/task/TID/comm (cuInit fails with error 304 without it), and what else lies there is this
+    process's own settings. A Landlock rule holds an inode, and /proc makes a new one for a path whose cached
+    entry was dropped: a descriptor held open keeps the entry, and so the inode the rule names."""
+    global _own_proc_fd
+    folder = f"/proc/{os.getpid()}"
+    if _own_proc_fd is None:
+        _own_proc_fd = os.open(folder, os.O_PATH | os.O_CLOEXEC)
+    return folder
 
 
 def signals_scoped_here() -> bool:
