@@ -19,12 +19,15 @@ REPO = Path(__file__).parent.parent
 
 
 def pytest_collection_modifyitems(config, items):
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA device")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    if not torch.cuda.is_available():
+        skip = pytest.mark.skip(reason="needs a CUDA device")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+    # Modules that judge no C++ fixture first: they run while the fixtures build (cpp_fixture_builds).
+    building = {item.nodeid.split("::")[0] for item in items if "cpu_config" in getattr(item, "fixturenames", ())}
+    order = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (item.nodeid.split("::")[0] in building, order[id(item)]))
 
 
 @pytest.fixture(scope="session")
@@ -49,16 +52,19 @@ CPP_FIXTURES = [
     (FIXTURES / "cheats" / "problems" / "convt1d_small.py", FIXTURES / "cheats" / "memo_contents_cpp.py"),
     (REPO / "examples" / "problems" / "swish.py", REPO / "examples" / "solutions" / "swish" / "cpp.py"),  # README
 ]
+# Their builds' niceness: the tests that run beside them (timed evaluations among them) come first.
+FIXTURE_BUILD_NICE = 10
 
 
-@pytest.fixture(scope="session")
-def cpu_config(cache_dir) -> RunConfig:
-    """CPU evaluation with a short timing budget: tests check verdicts, not speed.
+def _cpu_config(cache_dir: Path) -> RunConfig:
+    return RunConfig(device="cpu", cache_dir=cache_dir, timeout_s=300, time_budget_s=0.5, min_samples=3)
 
-    The C++ fixtures are built first, all cores at once (the same build phase `kbench eval` runs), after
-    torch's headers were precompiled for each set of compiler flags they pass (kbench/extensions/primer.py: what
-    kbench prepares once per build cache for the default flags; the fixtures are ours, so their flags too).
-    """
+
+def build_cpp_fixtures(cache_dir: str) -> None:
+    """Build every C++ fixture into `cache_dir`, all cores at once (the same build phase `kbench eval` runs),
+    after torch's headers were precompiled for each set of compiler flags they pass (kbench/extensions/primer.py:
+    what kbench prepares once per build cache for the default flags; the fixtures are ours, so their flags too).
+    Run in a process of its own (cpp_fixture_builds)."""
     import json
     import subprocess
     import sys
@@ -67,25 +73,109 @@ def cpu_config(cache_dir) -> RunConfig:
     from kbench.extensions import primer
     from kbench.schedule.scheduler import LocalExecutor
 
-    config = RunConfig(device="cpu", cache_dir=cache_dir, timeout_s=300, time_budget_s=0.5, min_samples=3)
+    config = _cpu_config(Path(cache_dir))
     executor = LocalExecutor()
     flag_sets = sorted({_cflags(solution) for _, solution in CPP_FIXTURES} - {"[]"})  # kbench primes the default
 
     def prime(flags: str) -> None:
         subprocess.run([sys.executable, "-m", "kbench.extensions.primer",
-                        *primer.arguments(cache_dir, False, json.loads(flags))],
+                        *primer.arguments(config.cache_dir, False, json.loads(flags))],
                        env=dict(os.environ, PYTHONPATH=str(REPO)), check=True, capture_output=True)
-    with (cache_dir / "fixtures.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one xdist worker builds; the others wait, then find the builds there
-        if not (cache_dir / "fixtures.built").exists():
-            with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-                primers = executor.prime_headers(CPP_FIXTURES, config, ["cpu"])  # as every sweep does
-                list(pool.map(prime, flag_sets))
-                for thread in primers:
-                    thread.join()
-                list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), CPP_FIXTURES))
-            (cache_dir / "fixtures.built").touch()
-    return config
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        primers = executor.prime_headers(CPP_FIXTURES, config, ["cpu"])  # as every sweep does
+        list(pool.map(prime, flag_sets))
+        for thread in primers:
+            thread.join()
+        list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), CPP_FIXTURES))
+
+
+class FixtureBuilds:
+    """The process building the C++ fixtures (build_cpp_fixtures), at a lower priority than the tests, and not
+    a descendant of pytest's (tests count the processes a judge leaves behind among pytest's descendants)."""
+
+    def __init__(self, cache_dir: Path):
+        self.cache_dir = cache_dir
+        self.log = cache_dir / "fixture-builds.log"
+        self.status = cache_dir / "fixture-builds.status"   # its exit code, written as it ends
+        self.pid_file = cache_dir / "fixture-builds.pid"
+        self.started = False
+
+    def start(self) -> None:
+        import subprocess
+        import sys
+
+        if self.started or (self.cache_dir / "fixtures.built").exists():
+            return
+        code = (f"import os, sys, traceback\n"
+                f"if os.fork(): os._exit(0)\n"  # detached: init (or a subreaper) is its parent
+                f"os.setsid(); os.nice({FIXTURE_BUILD_NICE})\n"
+                f"open({str(self.pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                f"status = 1\n"
+                f"try:\n"
+                f"    import conftest; conftest.build_cpp_fixtures({str(self.cache_dir)!r}); status = 0\n"
+                f"except BaseException:\n"
+                f"    traceback.print_exc()\n"
+                f"sys.stdout.flush(); sys.stderr.flush()\n"
+                f"open({str(self.status)!r}, 'w').write(str(status))\n"
+                f"os._exit(status)\n")
+        path = os.pathsep.join([str(REPO), str(Path(__file__).parent)])
+        with self.log.open("ab") as log:
+            subprocess.run([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, check=True,
+                           env=dict(os.environ, PYTHONPATH=path))
+        self.started = True
+
+    def stop(self) -> None:
+        """A session that ends first (Ctrl-C, -x) leaves no build running."""
+        from kbench.processes import kill_session
+
+        if self.started and not self.status.exists() and self.pid_file.exists():
+            kill_session(int(self.pid_file.read_text()))
+
+    def wait(self) -> None:
+        """Until the fixtures are built; pytest-xdist's workers share one cache, and one of them builds."""
+        import time
+
+        with (self.cache_dir / "fixtures.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if (self.cache_dir / "fixtures.built").exists():
+                return
+            self.start()
+            while not self.status.exists():
+                if self.pid_file.exists() and not _running(int(self.pid_file.read_text())) \
+                        and not self.status.exists():
+                    raise RuntimeError(f"the C++ fixtures' build process died: {self.log}")
+                time.sleep(0.2)
+            if self.status.read_text() != "0":
+                raise RuntimeError(f"building the C++ fixtures failed: {self.log}\n{self.log.read_text()[-3000:]}")
+            (self.cache_dir / "fixtures.built").touch()
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cpp_fixture_builds(cache_dir, request) -> FixtureBuilds:
+    """Starts building the C++ fixtures with the session when any test selected needs them: the modules that
+    need none run first, beside the builds (pytest_collection_modifyitems); cpu_config waits for them."""
+    builds = FixtureBuilds(cache_dir)
+    if not os.environ.get("PYTEST_XDIST_WORKER") and any(
+            "cpu_config" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        builds.start()
+    request.addfinalizer(builds.stop)
+    return builds
+
+
+@pytest.fixture(scope="session")
+def cpu_config(cache_dir, cpp_fixture_builds) -> RunConfig:
+    """CPU evaluation with a short timing budget: tests check verdicts, not speed. The C++ fixtures are built
+    by then (build_cpp_fixtures)."""
+    cpp_fixture_builds.wait()
+    return _cpu_config(cache_dir)
 
 
 def _cflags(solution: Path) -> str:

@@ -198,10 +198,10 @@ def compiler_wrappers(folder: Path, headers: Path) -> dict[str, str]:
         return {}  # the wrappers are sh scripts
     from kbench.extensions import import_extension_builder  # only here: the wrappers must not load torch
 
-    CUDA_HOME = import_extension_builder().CUDA_HOME
+    cuda_home = import_extension_builder().CUDA_HOME
 
     real = {"c++": os.environ.get("CXX", "c++")}
-    nvcc = os.environ.get("PYTORCH_NVCC") or (os.path.join(CUDA_HOME, "bin", "nvcc") if CUDA_HOME else "")
+    nvcc = os.environ.get("PYTORCH_NVCC") or (os.path.join(cuda_home, "bin", "nvcc") if cuda_home else "")
     if nvcc:
         real["nvcc"] = nvcc
     package_parent = str(Path(__file__).resolve().parents[2])

@@ -37,6 +37,10 @@ def main(argv: list[str]) -> int:
     limits.die_with_parent()
     tempfile.tempdir = None  # a fork keeps the judge's choice: read TMPDIR (the runner's scratch folder) again
     protected, build_only = "protected" in argv[3:], "build" in argv[3:]
+    if device.type == "cpu":
+        # As the judge does (worker.single_threaded); and a fork of a process whose OpenMP threads ran would
+        # hang in its first parallel op.
+        torch.set_num_threads(1)
     if protected:  # the reference's runner: no candidate code runs in it, nor may reach it
         limits.protect()
         if not build_only:
@@ -77,8 +81,6 @@ def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)
-    else:
-        torch.set_num_threads(1)  # as the judge does on a CPU (worker.single_threaded)
     if not for_candidate:
         return
     from kbench.runner import kernels
