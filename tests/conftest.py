@@ -24,10 +24,12 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
-    # Modules that judge no C++ fixture first: they run while the fixtures build (cpp_fixture_builds).
-    building = {item.nodeid.split("::")[0] for item in items if "cpu_config" in getattr(item, "fixturenames", ())}
+    # Modules that judge no C++ fixture first: they run while the fixtures build (cpp_fixture_builds); those
+    # marked quiet_cpu (they measure CPU time) after the builds, with the rest.
+    later = {item.nodeid.split("::")[0] for item in items
+             if "cpu_config" in getattr(item, "fixturenames", ()) or item.get_closest_marker("quiet_cpu")}
     order = {id(item): index for index, item in enumerate(items)}
-    items.sort(key=lambda item: (item.nodeid.split("::")[0] in building, order[id(item)]))
+    items.sort(key=lambda item: (item.nodeid.split("::")[0] in later, order[id(item)]))
 
 
 @pytest.fixture(scope="session")
@@ -53,7 +55,7 @@ CPP_FIXTURES = [
     (REPO / "examples" / "problems" / "swish.py", REPO / "examples" / "solutions" / "swish" / "cpp.py"),  # README
 ]
 # Their builds' niceness: the tests that run beside them (timed evaluations among them) come first.
-FIXTURE_BUILD_NICE = 10
+FIXTURE_BUILD_NICE = 19
 
 
 def _cpu_config(cache_dir: Path) -> RunConfig:
@@ -116,7 +118,8 @@ class FixtureBuilds:
                 f"except BaseException:\n"
                 f"    traceback.print_exc()\n"
                 f"sys.stdout.flush(); sys.stderr.flush()\n"
-                f"open({str(self.status)!r}, 'w').write(str(status))\n"
+                f"open({str(self.status) + '.new'!r}, 'w').write(str(status))\n"
+                f"os.replace({str(self.status) + '.new'!r}, {str(self.status)!r})\n"  # whole, once seen
                 f"os._exit(status)\n")
         path = os.pathsep.join([str(REPO), str(Path(__file__).parent)])
         with self.log.open("ab") as log:

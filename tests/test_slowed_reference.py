@@ -89,6 +89,7 @@ def test_a_launch_bound_reference_slowed_by_the_loop_itself_is_not_a_slowdown():
     assert stats.slowdown(before, samples(rng, 10.7, 0.01, 40)) is not None
 
 
+@pytest.mark.quiet_cpu
 def test_the_cpu_other_threads_use_during_a_timed_call_is_recorded():
     """A real thread that spins while the timed call waits (as a thread holding the GIL would while the reference
     runs) shows in the call's sample, and in no sample while it is not running."""
