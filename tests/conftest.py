@@ -55,7 +55,7 @@ CPP_FIXTURES = [
     (REPO / "examples" / "problems" / "swish.py", REPO / "examples" / "solutions" / "swish" / "cpp.py"),  # README
 ]
 # Their builds' niceness: the tests that run beside them (timed evaluations among them) come first.
-FIXTURE_BUILD_NICE = 19
+FIXTURE_BUILD_NICE = 10
 
 
 def _cpu_config(cache_dir: Path) -> RunConfig:
