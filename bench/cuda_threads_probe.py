@@ -1,26 +1,16 @@
 """Which of kbench's steps before a runner confines itself start a thread, and can a process forked after them
 use CUDA? On a GPU machine: `python bench/cuda_threads_probe.py` (add `--nvml` to see what NVML's own
-initialisation starts). Prints one row per step: the threads running beside the main one (OpenMP's pool that
-`import torch` starts, named after the interpreter, left out). A runner must reach confinement with none.
+initialisation starts). Prints one row per step: the threads running beside the main one, as the runner's
+confinement sees them (limits.other_threads). In a fresh interpreter `import torch` starts OpenMP's pool; a
+forked runner carries none of it, and must reach confinement with no thread at all.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import threading
 
-
-def other_threads() -> list[str]:
-    names = []
-    for task in os.listdir("/proc/self/task"):
-        if int(task) != threading.get_native_id():
-            try:
-                names.append(open(f"/proc/self/task/{task}/comm").read().strip())
-            except OSError:
-                pass  # ended meanwhile
-    interpreter = os.path.basename(sys.executable)[:15]
-    return [name for name in names if name != interpreter]
+from kbench.runner.limits import other_threads
 
 
 def steps():

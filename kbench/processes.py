@@ -19,6 +19,17 @@ def signal_name(number: int) -> str:
     return signal.Signals(number).name if number in signal.valid_signals() else str(number)
 
 
+def alive(pid: int) -> bool:
+    """Whether a process `pid` exists (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 def kill_session(session_id: int) -> None:
     """Kill a worker's whole session: the worker and everything it started.
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from kbench.config import RunConfig
+from kbench.processes import alive, kill_session
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROBLEMS = FIXTURES / "problems"
@@ -129,8 +130,6 @@ class FixtureBuilds:
 
     def stop(self) -> None:
         """A session that ends first (Ctrl-C, -x) leaves no build running."""
-        from kbench.processes import kill_session
-
         if self.started and not self.status.exists() and self.pid_file.exists():
             kill_session(int(self.pid_file.read_text()))
 
@@ -144,21 +143,13 @@ class FixtureBuilds:
                 return
             self.start()
             while not self.status.exists():
-                if self.pid_file.exists() and not _running(int(self.pid_file.read_text())) \
+                if self.pid_file.exists() and not alive(int(self.pid_file.read_text())) \
                         and not self.status.exists():
                     raise RuntimeError(f"the C++ fixtures' build process died: {self.log}")
                 time.sleep(0.2)
             if self.status.read_text() != "0":
                 raise RuntimeError(f"building the C++ fixtures failed: {self.log}\n{self.log.read_text()[-3000:]}")
             (self.cache_dir / "fixtures.built").touch()
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -256,8 +256,9 @@ def test_every_thread_of_the_candidate_s_runner_is_confined_on_a_gpu(tmp_path):
     """Importing torch's extension builder asks whether CUDA is available, which initialises CUDA's driver: in
     the runner that started a driver thread before it confined itself (a thread with the runner's full rights,
     where a candidate's code could run), and in the fork server every judge forked from it failed to warm up.
-    The import asks NVML instead (extensions.import_extension_builder); the driver starts once the runner is
-    confined, and names its threads in the runner's own /proc folder (limits.py)."""
+    kbench answers that question for the import (extensions.import_extension_builder: asking NVML starts a
+    thread too); the driver starts once the runner is confined, and names its threads in the runner's own /proc
+    folder (limits.py)."""
     from kbench.schedule.child import evaluate
 
     config = RunConfig(device="cuda", cache_dir=tmp_path, sweep=0, timeout_s=120)

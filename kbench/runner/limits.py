@@ -96,7 +96,7 @@ def confine(writable: list[Path]) -> list[str]:
     if not sys.platform.startswith("linux"):
         return ["not Linux: the runner is not confined"]
     libc = _libc()
-    others = _other_threads()
+    others = other_threads()
     if others:
         notes.append(f"{len(others)} thread(s) already running are not confined (started before the runner "
                      f"confined itself): {', '.join(others)}")
@@ -114,7 +114,7 @@ def confine(writable: list[Path]) -> list[str]:
     return notes
 
 
-def _other_threads() -> list[str]:
+def other_threads() -> list[str]:
     """The names of this process's threads other than the calling one."""
     names = []
     for task in os.listdir("/proc/self/task"):

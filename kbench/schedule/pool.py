@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from kbench.freezer import names as freezer_names, remove_left_by
-from kbench.processes import WORK_VARIABLE, kill_session
+from kbench.processes import WORK_VARIABLE, alive, kill_session
 from kbench.schedule.forkserver import ForkedWorker, ForkServer, server_key
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -292,14 +292,5 @@ def _remove_stale() -> None:
 def _owner_gone(name: str) -> bool:
     """Whether the kbench process that made `name` (kbench-worker-PID-...) is gone."""
     owner = name.split("-")[2]
-    return owner.isdigit() and not _alive(int(owner))
+    return owner.isdigit() and not alive(int(owner))
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
