@@ -71,6 +71,44 @@ def main() -> None:
     if total_before:
         print(f"wall time of the evaluations: {total_before:.1f} s before, {total_after:.1f} s after "
               f"({total_after / total_before - 1:+.1%})")
+    evaluated = [key for key in sorted(set(before) & set(after)) if before[key]["status"] not in BUILD_FAILURES]
+    print_phases([before[key] for key in evaluated], [after[key] for key in evaluated])
+
+
+# Entries of phase_s that are parts of a phase (or, for "ending the worker", of no phase: the parent's view of the
+# worker's exit), not phases: left out of the sum of the phases.
+PARTS = ("guard:", "making fresh inputs", "stopping the runners", "ending the worker")
+
+
+def phase_seconds(row: dict) -> dict[str, float]:
+    """phase_s ("checking 1.20; timing 0.50; ...") as seconds by name."""
+    seconds: dict[str, float] = {}
+    for entry in filter(None, (part.strip() for part in (row.get("phase_s") or "").split(";"))):
+        name, _, value = entry.rpartition(" ")
+        if number(value) is not None:
+            seconds[name] = seconds.get(name, 0.0) + float(value)
+    return seconds
+
+
+def print_phases(before: list[dict], after: list[dict]) -> None:
+    """Seconds per phase summed over the evaluations, and what no phase holds (the row's wall time less its
+    phases): where the difference goes."""
+    totals = []
+    for rows in (before, after):
+        total: dict[str, float] = {}
+        for row in rows:
+            seconds = phase_seconds(row)
+            for name, value in seconds.items():
+                total[name] = total.get(name, 0.0) + value
+            phases = sum(value for name, value in seconds.items() if not name.startswith(PARTS))
+            total["outside every phase"] = total.get("outside every phase", 0.0) + \
+                (number(row["wall_s"]) or 0.0) - phases
+        totals.append(total)
+    count = max(1, len(after))
+    print(f"\n{'phase (seconds summed)':40} {'before':>8} {'after':>8} {'per evaluation':>15}")
+    for name in dict.fromkeys([*totals[0], *totals[1]]):
+        old, new = totals[0].get(name, 0.0), totals[1].get(name, 0.0)
+        print(f"{name[:40]:40} {old:8.2f} {new:8.2f} {(new - old) / count:+15.3f}")
 
 
 if __name__ == "__main__":

@@ -50,8 +50,10 @@ def judge(job: Job, device: torch.device, progress: Progress, environment: dict,
     try:
         outcome = _decided(job, context, finish)
     finally:
-        runners.stop()
-    return replace(outcome, cpu_s=_cpu_seconds())  # the runners' too, now that they were waited for
+        with progress.spent("stopping the runners"):
+            runners.stop()
+    # cpu_s: the runners' too, now that they were waited for
+    return replace(outcome, cpu_s=_cpu_seconds(), phase_s=progress.phases())
 
 
 def _decided(job: Job, context: Context, finish) -> Outcome:
@@ -133,6 +135,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
                 reference.timed, reference.alone = _reference_in_runner(stand_in, reference, context)
             _import_solution(job, context)
             official = context.official = _official_verdict(reference, context)
+        context.reference_runner.kill()  # nothing after the official verdict needs it: its exit overlaps the sweep
         progress.update(provisional=finish(official))  # survives a sweep that kills the judge
         sweep = run_sweep(problem_module, context) if config.sweep > 0 else None
     return final_outcome(official, sweep, config.strict)

@@ -26,6 +26,7 @@ from kbench.judge import evaluation, guards
 from kbench.schedule.job import Job, write_json_atomic
 from kbench.judge.progress import Progress
 from kbench.judge.remote_process import Runners
+from kbench.loading import warm_cuda_libraries
 from kbench.results import Outcome
 from kbench.runner.limits import judge_protection
 
@@ -87,12 +88,13 @@ def die_with_parent() -> None:
 
 def _warm_up(device: str) -> Runners:
     """Start the runners first (forked before this process touches CUDA, they warm up beside the judge), then
-    prime the reference's op recording and create the judge's CUDA context."""
+    prime the reference's op recording, create the judge's CUDA context and load its libraries."""
     runners = Runners.start(device)
     guards.prime_op_recording()
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.zeros(1, device=device)  # creates the CUDA context
+        warm_cuda_libraries(torch.device(device))
     return runners
 
 

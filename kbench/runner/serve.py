@@ -27,6 +27,7 @@ import torch
 
 from kbench.extensions import import_extension_builder
 from kbench.judge.guards import record_ops
+from kbench.loading import warm_cuda_libraries
 from kbench.schedule.job import one_line
 from kbench.runner import limits, wire
 from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
@@ -75,13 +76,16 @@ def _import_ahead() -> None:
 
 
 def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
-    """What every evaluation needs before the candidate: the CUDA context; for the candidate's runner also the
-    profiler's first starts (op recording, kernel attribution). Each starts threads: the candidate's runner
-    runs it once confined."""
+    """What every evaluation needs before the candidate: the CUDA context; for the reference's runner its
+    libraries (cuBLAS, cuDNN), while it waits for its job; for the candidate's runner the profiler's first starts
+    (op recording, kernel attribution). Each starts threads: the candidate's runner runs it once confined, when
+    its job has come, while the judge runs the reference: its libraries would outlast that (the judge then waits
+    for it) and load at the candidate's first call, in the untimed trials."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)
     if not for_candidate:
+        warm_cuda_libraries(device)
         return
     from kbench.runner import kernels
     record_ops(lambda: torch.zeros(1) + 1)

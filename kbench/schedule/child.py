@@ -107,6 +107,8 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
             for session in progress.runner_sessions:
                 kill_session(session)
         outcome = _read_outcome(Path(job.result_path)) if returncode == 0 else None
+        if outcome is not None:
+            outcome = _with_ending(outcome, Path(job.result_path))
         if outcome is None:
             outcome = lost_worker_outcome(progress, returncode, config, log_path, sizes)
     return recorded(identity, outcome, started)
@@ -139,6 +141,16 @@ def _read_outcome(path: Path) -> Outcome | None:
         return Outcome.from_dict(json.loads(path.read_text()))
     except (OSError, ValueError):
         return None
+
+
+def _with_ending(outcome: Outcome, result_path: Path) -> Outcome:
+    """The outcome, its phase_s with the seconds from its writing to now: the worker's exit (its CUDA context's
+    teardown among it), reaped, its session killed and its folders removed."""
+    try:
+        ending = max(0.0, time.time() - result_path.stat().st_mtime)
+    except OSError:
+        return outcome
+    return replace(outcome, phase_s="; ".join(filter(None, [outcome.phase_s, f"ending the worker {ending:.2f}"])))
 
 
 def _log_path(cache_dir: Path, solution_path: Path, sha256: str) -> Path:
