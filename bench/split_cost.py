@@ -30,6 +30,12 @@ def latest_rows(path: Path) -> dict[str, dict]:
     return rows
 
 
+def compared(old: dict, new: dict) -> bool:
+    """Whether a pair's wall times count: an evaluation in both runs, with the same status (a status that changed
+    ended the evaluation elsewhere)."""
+    return old["status"] == new["status"] and old["status"] not in BUILD_FAILURES
+
+
 def number(text: str) -> float | None:
     try:
         value = float(text)
@@ -54,7 +60,7 @@ def main() -> None:
     changed = 0
     for solution in sorted(set(before) & set(after)):
         old, new = before[solution], after[solution]
-        evaluated = old["status"] not in BUILD_FAILURES
+        evaluated = compared(old, new)
         wall_old, wall_new = number(old["wall_s"]) or 0.0, number(new["wall_s"]) or 0.0
         total_before += wall_old if evaluated else 0.0
         total_after += wall_new if evaluated else 0.0
@@ -69,9 +75,9 @@ def main() -> None:
     print(f"\n{len(set(before) & set(after))} solutions in both ({len(only)} in one only); "
           f"{changed} changed status")
     if total_before:
-        print(f"wall time of the evaluations: {total_before:.1f} s before, {total_after:.1f} s after "
+        print(f"wall time of the evaluations with the same status: {total_before:.1f} s before, {total_after:.1f} s after "
               f"({total_after / total_before - 1:+.1%})")
-    evaluated = [key for key in sorted(set(before) & set(after)) if before[key]["status"] not in BUILD_FAILURES]
+    evaluated = [key for key in sorted(set(before) & set(after)) if compared(before[key], after[key])]
     print_phases([before[key] for key in evaluated], [after[key] for key in evaluated])
 
 
