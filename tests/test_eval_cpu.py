@@ -56,6 +56,18 @@ def test_correct_result_carries_check_numbers_and_timings(cpu_config):
     assert result.build_s is not None
 
 
+def test_phase_seconds_name_the_runners_stop_and_the_worker_s_end(cpu_config):
+    """Where an evaluation's time goes, to the end: the judge's phases, its runners' stop, and (kbench's own
+    view) the worker's exit after it wrote the verdict (bench/split_cost.py sums these)."""
+    result = judged(cpu_config, "axpy/correct.py")
+    seconds = {}
+    for entry in result.phase_s.split("; "):
+        name, _, value = entry.rpartition(" ")
+        seconds[name] = float(value)
+    assert {"checking", "timing", "stopping the runners", "ending the worker"} <= set(seconds), result.phase_s
+    assert sum(seconds.values()) < result.wall_s + 1
+
+
 def test_incorrect_result_records_errors_and_first_mismatch(cpu_config):
     result = judged(cpu_config, "axpy/slightly_wrong.py")
     check = result.check
