@@ -5,6 +5,9 @@
 #     git archive 5f7dc5a kbench | tar -x -C .device/before
 # Usage: OUT=/some/dir [AFTER=/a/tree/with/kbench] bash bench/split_check.sh [SWEEP OPTION...]
 #   AFTER: default this tree; SWEEP OPTIONs go to every sweep (--filter 'convt3d*' for a shorter run).
+# Both trees' cold builds of the whole of solutions/ (about 60 builds) took about 8 minutes on 16 cores: more than
+# one device call leaves for the sweeps. Split the solutions with --filter across calls, or run the two sweeps
+# again in a later call on the same machine, still held: the caches under /tmp are still there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
