@@ -101,6 +101,7 @@ class FixtureBuilds:
         self.log = cache_dir / "fixture-builds.log"
         self.status = cache_dir / "fixture-builds.status"   # its exit code, written as it ends
         self.pid_file = cache_dir / "fixture-builds.pid"
+        self.started_marker = cache_dir / "fixture-builds.started"  # one build per cache, whoever starts it
         self.started = False
 
     def start(self) -> None:
@@ -109,6 +110,10 @@ class FixtureBuilds:
 
         if self.started or (self.cache_dir / "fixtures.built").exists():
             return
+        try:
+            os.close(os.open(self.started_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return  # another process of this run started it (pytest-xdist's controller): wait() waits for it
         code = (f"import os, sys, traceback\n"
                 f"if os.fork(): os._exit(0)\n"  # detached: init (or a subreaper) is its parent
                 f"os.setsid(); os.nice({FIXTURE_BUILD_NICE})\n"
@@ -150,6 +155,30 @@ class FixtureBuilds:
             if self.status.read_text() != "0":
                 raise RuntimeError(f"building the C++ fixtures failed: {self.log}\n{self.log.read_text()[-3000:]}")
             (self.cache_dir / "fixtures.built").touch()
+
+
+def pytest_sessionstart(session):
+    """Under pytest-xdist its controller, which runs no test, starts the C++ fixtures' builds in the cache its
+    workers share (cache_dir) with the session: else they start when a worker first needs them, and every
+    worker that needs them waits for the whole build. Not for a run of the GPU tests alone."""
+    config = session.config
+    markers = config.option.markexpr or ""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None) or (
+            "gpu" in markers and "not gpu" not in markers):
+        return
+    shared = config._tmp_path_factory.getbasetemp() / "kbench-cache"  # the workers' basetemp is below it
+    shared.mkdir(exist_ok=True)
+    config.stash[_CONTROLLER_BUILDS] = builds = FixtureBuilds(shared)
+    builds.start()
+
+
+def pytest_sessionfinish(session):
+    builds = session.config.stash.get(_CONTROLLER_BUILDS, None)
+    if builds is not None:
+        builds.stop()
+
+
+_CONTROLLER_BUILDS = pytest.StashKey[FixtureBuilds]()
 
 
 @pytest.fixture(scope="session", autouse=True)
