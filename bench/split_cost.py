@@ -75,8 +75,8 @@ def main() -> None:
     print(f"\n{len(set(before) & set(after))} solutions in both ({len(only)} in one only); "
           f"{changed} changed status")
     if total_before:
-        print(f"wall time of the evaluations with the same status: {total_before:.1f} s before, {total_after:.1f} s after "
-              f"({total_after / total_before - 1:+.1%})")
+        print(f"wall time of the evaluations with the same status: {total_before:.1f} s before, "
+              f"{total_after:.1f} s after ({total_after / total_before - 1:+.1%})")
     evaluated = [key for key in sorted(set(before) & set(after)) if compared(before[key], after[key])]
     print_phases([before[key] for key in evaluated], [after[key] for key in evaluated])
 

@@ -173,6 +173,7 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session):
+    """A run that ends first (Ctrl-C, -x) leaves no build of the controller's running."""
     builds = session.config.stash.get(_CONTROLLER_BUILDS, None)
     if builds is not None:
         builds.stop()
