@@ -82,3 +82,13 @@ def test_a_candidate_that_hoards_memory_is_blamed_when_the_judges_copies_do_not_
     result = card_sized["rows_fifth_of_card", "hoard_memory"]
     assert result.status == Status.RUNTIME_ERROR, result.message
     assert "OutOfMemoryError" in result.message
+
+
+def test_the_reference_s_own_kernels_as_the_candidate_read_the_reference_s_time(gpu_cache_dir):
+    """Both runners time alike: the candidate's runner profiles kernels (its warm-up, library_only) and must
+    leave no profiler instrumentation behind in its timed calls."""
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0)
+    [result] = run_pairs([(GPU / "problems" / "mlp_block.py", GPU / "mlp_block_same.py")], config,
+                         devices=["cuda:0"])
+    assert result.status == Status.CORRECT, result.message
+    assert 0.96 <= result.speedup <= 1.04, (result.speedup, result.message)

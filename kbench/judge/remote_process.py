@@ -47,6 +47,11 @@ def describe_exit(returncode: int | None) -> str:
     return f"the runner exited with code {returncode}"
 
 
+# Kineto detaches CUPTI when a profile ends only when asked: left attached, its instrumentation slows every later
+# kernel launch (a five-kernel call read 10% slower), and the candidate's runner profiles before its timed calls
+# (its warm-up, library_only) where the reference's does not.
+PROFILER_TEARDOWN = {"TEARDOWN_CUPTI": "1"}
+
 # The judge's runners not yet stopped: a runner's stop() kills what the judge (a subreaper) inherited, but not these.
 _LIVE: set[int] = set()
 
@@ -66,7 +71,8 @@ class RunnerProcess:
         self.scratch = Path(tempfile.mkdtemp(prefix="kbench-scratch-", dir=base))
         commands_read, self.commands = os.pipe()
         self.replies, replies_write = os.pipe()
-        environment = {"TMPDIR": str(self.scratch), "TORCHINDUCTOR_CACHE_DIR": str(self.scratch / "inductor")}
+        environment = {"TMPDIR": str(self.scratch), "TORCHINDUCTOR_CACHE_DIR": str(self.scratch / "inductor"),
+                       **PROFILER_TEARDOWN}
         arguments = [str(commands_read), str(replies_write), device] + (["protected"] if protected else []) + (
             ["build"] if build_only else [])
         if torch.cuda.is_initialized():  # a fork could not use CUDA: a fresh interpreter
