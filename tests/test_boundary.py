@@ -179,6 +179,21 @@ def test_outputs_larger_than_the_arenas_grow_them(runner):
     assert torch.equal(model(big)[1], big.amax(-1))
 
 
+def test_released_arenas_are_unmapped_by_both_processes_and_made_again_by_the_next_call(runner):
+    model = stand_in(runner, PROBLEMS / "minmax.py")
+    x = torch.rand(3, 5)
+    model(x)
+
+    def mapped_by_runner() -> list[str]:
+        maps = Path(f"/proc/{runner.process.pid}/maps").read_text()
+        return [line for line in maps.splitlines() if str(runner.exchange) in line]
+    assert mapped_by_runner() and runner.arenas.buffers
+    model.release_arenas()
+    assert not mapped_by_runner() and not runner.arenas.buffers and not list(runner.exchange.iterdir())
+    low, high = model(x)
+    assert torch.equal(low, x.amin(-1)) and torch.equal(high, x.amax(-1))
+
+
 def test_an_output_that_is_an_input_is_incorrect_unless_the_reference_s_is(config, tmp_path):
     (tmp_path / "copy.py").write_text(IDENTITY.format(body="x.clone()"))
     (tmp_path / "same.py").write_text(IDENTITY.format(body="x"))

@@ -189,7 +189,9 @@ def _reference_in_runner(stand_in: Callable[[], RemoteModel], reference: _Refere
         return timed, None
     with context.progress.spent("guard: reference alone"):
         alone = time_alone(timed, reference.make_inputs, context)
-    timed.private.clear()  # its copies of the timed outputs: made again when the timing loop needs them
+    # Its arenas and copies of timed outputs are made again when the timing loop needs them; until then the trials
+    # need the room (an 8 GiB output: both runners' arenas and the float64 truth do not fit an 80 GB card together).
+    timed.release_arenas()
     return timed, alone
 
 

@@ -45,6 +45,16 @@ class RemoteModel:
         output, reply = self.send(message, mode)
         return output
 
+    def release_arenas(self) -> None:
+        """Free the runner's arenas and what both processes keep cached for them (the next call makes new ones):
+        on a card they may hold gigabytes the judge needs meanwhile."""
+        self._reply(self.runner.request({"op": "release"}))
+        self.staged, self.private = [], {}
+        self.runner.arenas.close()
+        if self.runner.device.type == "cuda":
+            torch.cuda.ipc_collect()  # arenas the runner mapped wait in torch's limbo until it let go
+            torch.cuda.empty_cache()
+
     def arena_views(self, inputs: list) -> list:
         """Views of the input arenas shaped like `inputs`, holding their contents (the timing loop's buffers)."""
         _, views = self.stage(inputs)

@@ -120,8 +120,11 @@ class JudgeArenas:
                 pass
 
     def close(self) -> None:
+        """Drop every arena; the next ensure() makes new ones."""
         for arena in list(self.buffers):
             self._drop(arena)
+        self.slots.clear()
+        self.unsent.clear()
 
 
 def _ipc_handle(buffer: torch.Tensor) -> list:
