@@ -78,7 +78,30 @@ def main() -> None:
         print(f"wall time of the evaluations with the same status: {total_before:.1f} s before, "
               f"{total_after:.1f} s after ({total_after / total_before - 1:+.1%})")
     evaluated = [key for key in sorted(set(before) & set(after)) if compared(before[key], after[key])]
+    print_without_first(evaluated, before, after)
     print_phases([before[key] for key in evaluated], [after[key] for key in evaluated])
+
+
+def first_evaluations(rows: dict[str, dict]) -> set[str]:
+    """The evaluation each sweep (run_id) finished first: the one that waited for the sweep's first worker to start
+    (a cost of the sweep, not of every evaluation)."""
+    first: dict[str, tuple[str, str]] = {}
+    for key, row in rows.items():
+        if row["status"] in BUILD_FAILURES:
+            continue
+        run = row.get("run_id", "")
+        if run not in first or row["time"] < first[run][0]:
+            first[run] = (row["time"], key)
+    return {key for _, key in first.values()}
+
+
+def print_without_first(evaluated: list[str], before: dict[str, dict], after: dict[str, dict]) -> None:
+    kept = [key for key in evaluated if key not in first_evaluations(before) | first_evaluations(after)]
+    old = sum(number(before[key]["wall_s"]) or 0.0 for key in kept)
+    new = sum(number(after[key]["wall_s"]) or 0.0 for key in kept)
+    if old and len(kept) < len(evaluated):
+        print(f"without each sweep's first evaluation ({len(kept)} left): {old:.1f} s before, {new:.1f} s after "
+              f"({new / old - 1:+.1%}, {(new - old) / len(kept):+.2f} s each)")
 
 
 # Entries of phase_s that are parts of a phase (or, for "ending the worker", of no phase: the parent's view of the
