@@ -66,7 +66,9 @@ def test_reference_op_note_names_the_op(cpu_config):
 def test_honest_kernel_gets_no_flags(cpu_config):
     result = judged(cpu_config, "honest_cpp.py", CONVT)
     assert result.status == Status.CORRECT, result.message
-    assert result.flags == ()
+    # No flag about the kernel; a measurement flag (noisy_timing on a 2-core machine busy building the C++ fixtures
+    # beside the tests) is about the machine, and says so.
+    assert set(result.flags) - set(flags.MEASUREMENT) == set(), result.flags
     assert result.sweep.passed == result.sweep.run
 
 
