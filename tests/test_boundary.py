@@ -205,6 +205,18 @@ def test_an_output_that_is_an_input_is_incorrect_unless_the_reference_s_is(confi
     assert evaluate(tmp_path / "same.py", candidate, config).status == Status.CORRECT
 
 
+def test_the_candidate_s_runner_detaches_the_profiler_when_a_profile_ends(config, tmp_path):
+    """Kineto leaves CUPTI attached after a profile unless TEARDOWN_CUPTI=1, and the candidate's runner profiles
+    before its timed calls (docs/timing.md): the variable is set before any candidate code runs."""
+    (tmp_path / "copy.py").write_text(IDENTITY.format(body="x.clone()"))
+    candidate = tmp_path / "reads_its_environment.py"
+    candidate.write_text("import os\nimport torch.nn as nn\n\n"
+                         "SCALE = 1.0 if os.environ.get('TEARDOWN_CUPTI') == '1' else 2.0\n\n\n"
+                         "class ModelNew(nn.Module):\n    def forward(self, x):\n        return x * SCALE\n")
+    result = evaluate(tmp_path / "copy.py", candidate, config)
+    assert result.status == Status.CORRECT, result.message
+
+
 IDENTITY = """import torch
 import torch.nn as nn
 
