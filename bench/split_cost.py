@@ -96,7 +96,8 @@ def first_evaluations(rows: dict[str, dict]) -> set[str]:
 
 
 def print_without_first(evaluated: list[str], before: dict[str, dict], after: dict[str, dict]) -> None:
-    kept = [key for key in evaluated if key not in first_evaluations(before) | first_evaluations(after)]
+    first = first_evaluations(before) | first_evaluations(after)
+    kept = [key for key in evaluated if key not in first]
     old = sum(number(before[key]["wall_s"]) or 0.0 for key in kept)
     new = sum(number(after[key]["wall_s"]) or 0.0 for key in kept)
     if old and len(kept) < len(evaluated):

@@ -16,6 +16,7 @@ import torch
 
 from kbench.judge.progress import Stop
 from kbench.judge.remote_process import RunnerDied, RunnerProcess, describe_exit
+from kbench.loading import release_cached_memory
 from kbench.results import Status
 from kbench.runner import wire
 from kbench.runner.arenas import dtype_name, dtype_of, nbytes, view
@@ -53,7 +54,7 @@ class RemoteModel:
         self.runner.arenas.close()
         if self.runner.device.type == "cuda":
             torch.cuda.ipc_collect()  # arenas the runner mapped wait in torch's limbo until it let go
-            torch.cuda.empty_cache()
+        release_cached_memory(self.runner.device)
 
     def arena_views(self, inputs: list) -> list:
         """Views of the input arenas shaped like `inputs`, holding their contents (the timing loop's buffers)."""

@@ -27,7 +27,7 @@ import torch
 
 from kbench.extensions import import_extension_builder
 from kbench.judge.guards import record_ops
-from kbench.loading import warm_cuda_libraries
+from kbench.loading import release_cached_memory, synchronize, warm_cuda_libraries
 from kbench.schedule.job import one_line
 from kbench.runner import limits, wire
 from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
@@ -242,7 +242,7 @@ class Runner:
                 output = model(*arguments)
             else:
                 output = model(*arguments)
-            _synchronize(self.device)
+            synchronize(self.device)
         except Exception as error:
             traceback.print_exc()
             return {"failure": {"status": "runtime_error", "message": one_line(error)}}
@@ -270,9 +270,8 @@ class Runner:
         self.arenas.buffers.clear()
         self.views.clear()
         self.pending = None
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            torch.cuda.empty_cache()
+        synchronize(self.device)
+        release_cached_memory(self.device)
         return {"ok": True}
 
     def _deliver(self, arenas: list[str]) -> dict:
@@ -285,7 +284,7 @@ class Runner:
             return {"grow": needed}
         for item, arena in zip(plain, arenas):
             self.arenas.view(arena, item.dtype, item.shape).copy_(item.detach())
-        _synchronize(self.device)
+        synchronize(self.device)
         self.pending = None
         return reply
 
@@ -369,11 +368,6 @@ def _redirect_output(log_path: str) -> None:
     os.dup2(descriptor, 1)
     os.dup2(descriptor, 2)
     os.close(descriptor)
-
-
-def _synchronize(device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def _flush() -> None:
