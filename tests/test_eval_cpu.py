@@ -12,6 +12,7 @@ import pytest
 from kbench import flags
 from kbench.results import Status
 from kbench.schedule.child import evaluate
+from kbench.schedule.job import WAITING_FOR_THE_LAST
 
 from conftest import PROBLEMS, SOLUTIONS
 from conftest import judged as judged_once
@@ -56,16 +57,62 @@ def test_correct_result_carries_check_numbers_and_timings(cpu_config):
     assert result.build_s is not None
 
 
-def test_phase_seconds_name_the_runners_stop_and_the_worker_s_end(cpu_config):
-    """Where an evaluation's time goes, to the end: the judge's phases, its runners' stop, and (kbench's own
-    view) the worker's exit after it wrote the verdict (bench/split_cost.py sums these)."""
-    result = judged(cpu_config, "axpy/correct.py")
+def phase_seconds(result) -> dict[str, float]:
     seconds = {}
     for entry in result.phase_s.split("; "):
         name, _, value = entry.rpartition(" ")
         seconds[name] = float(value)
-    assert {"checking", "timing", "stopping the runners", "ending the worker"} <= set(seconds), result.phase_s
+    return seconds
+
+
+def test_phase_seconds_name_the_judge_s_phases_and_the_worker_s_end(cpu_config):
+    """Where an evaluation's time goes, to the end: the judge's phases and (kbench's own view) the time from
+    the verdict's writing until kbench read it (bench/split_cost.py sums these)."""
+    result = judged(cpu_config, "axpy/correct.py")
+    seconds = phase_seconds(result)
+    assert {"checking", "timing", "ending the worker"} <= set(seconds), result.phase_s
     assert sum(seconds.values()) < result.wall_s + 1
+
+
+def test_a_result_is_taken_when_written_and_the_worker_s_end_is_marked_once_it_is_gone(cpu_config):
+    """kbench goes on once the judge has written its verdict; the marker the next judge on the device waits for
+    appears only when that judge's process (which reaps its runners first) has exited."""
+    from kbench.processes import alive
+    from kbench.schedule.pool import worker_pool
+
+    result = evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config)
+    assert result.status == Status.CORRECT, result.message
+    marker = Path(worker_pool().ending_marker("cpu"))
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert marker.exists()
+    assert not alive(int(marker.name)), "the marker appeared while the worker still ran"
+
+
+def test_a_judge_uses_the_device_only_once_the_last_evaluation_on_it_has_ended(cpu_config, tmp_path):
+    """The next evaluation starts while the last one's worker ends, but its judge runs nothing on the device
+    until that ending's marker exists."""
+    import threading
+
+    from kbench.schedule.pool import _waiting_key, worker_pool
+
+    pool = worker_pool()
+    marker = tmp_path / "ended"
+    ending = threading.Thread(target=lambda: None)
+    ending.start()
+    pool._endings[_waiting_key("cpu")] = (marker, ending)  # an evaluation still ending, as far as the pool knows
+    phases, results = [], []
+    evaluation = threading.Thread(target=lambda: results.append(evaluate(
+        AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config, on_progress=lambda record: phases.append(record.phase))))
+    evaluation.start()
+    evaluation.join(timeout=4)
+    assert evaluation.is_alive() and not results
+    assert set(phases) <= {"starting", WAITING_FOR_THE_LAST}, phases
+    marker.touch()
+    evaluation.join(timeout=120)
+    assert results[0].status == Status.CORRECT, results[0].message
+    assert phase_seconds(results[0])[WAITING_FOR_THE_LAST] >= 3.5
 
 
 def test_incorrect_result_records_errors_and_first_mismatch(cpu_config):

@@ -7,6 +7,7 @@ way is a Stop that becomes the outcome's status."""
 from __future__ import annotations
 
 import resource
+import time
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,7 +20,7 @@ from kbench.judge import guards, verdicts
 from kbench.extensions.cache import solution_folder
 from kbench.extensions.slots import compiler_wrappers
 from kbench.extensions.primer import compilers_root, headers_root
-from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, Job, one_line
+from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, WAITING_FOR_THE_LAST, Job, one_line
 from kbench.judge.verdicts import final_outcome
 from kbench.loading import build_reference, call_reference, clone, input_maker, load_problem, release_cached_memory
 from kbench.judge.measure import measure, time_alone
@@ -39,7 +40,9 @@ _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", 
 
 def judge(job: Job, device: torch.device, progress: Progress, environment: dict, runners: Runners) -> Outcome:
     """The outcome of `job`; `environment` (device name, versions) goes into it as it is. `runners` are this
-    evaluation's (started, perhaps warm); they are stopped before this returns."""
+    evaluation's (started, perhaps warm); they are killed before this returns, and reaped by the caller once
+    the outcome is written (their exits overlap the parent's next evaluation, whose judge waits for this one's
+    exit before it uses the device)."""
     context = Context(job.config, device, progress, Findings(progress), runner=runners.candidate,
                       reference_runner=runners.reference)
     progress.update(runner_sessions=runners.sessions)
@@ -51,9 +54,8 @@ def judge(job: Job, device: torch.device, progress: Progress, environment: dict,
         outcome = _decided(job, context, finish)
     finally:
         with progress.spent("stopping the runners"):
-            runners.stop()
-    # cpu_s: the runners' too, now that they were waited for
-    return replace(outcome, cpu_s=_cpu_seconds(), phase_s=progress.phases())
+            runners_cpu_s = runners.kill()
+    return replace(outcome, cpu_s=_cpu_seconds(runners_cpu_s), phase_s=progress.phases())
 
 
 def _decided(job: Job, context: Context, finish) -> Outcome:
@@ -119,6 +121,9 @@ def _with_hint(status: str, message: str, job: Job, context: Context) -> str:
 def _stages(job: Job, context: Context, finish) -> Outcome:
     config, progress = context.config, context.progress
     context.confined = _confine_runner(job, context)  # it warms up while the judge runs the reference
+    if job.wait_for:
+        progress.enter(WAITING_FOR_THE_LAST)
+        wait_for_file(Path(job.wait_for), LAST_ENDING_S)
     progress.enter("loading problem")
     problem_module = load_problem(job.problem_path)
     overrides = dict(job.overrides)
@@ -282,7 +287,21 @@ def _in_phase(status: str, message: str, phase: str) -> str:
     return message
 
 
-def _cpu_seconds() -> float:
-    """CPU time of the judge and of the children it waited for (the runner, and through it the compilers)."""
+def _cpu_seconds(runners_cpu_s: float) -> float:
+    """CPU time of the judge, of the children it waited for, and of its runners (through them the compilers)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 3)
+    return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + runners_cpu_s, 3)
+
+
+WAIT_STEP_S = 0.002
+LAST_ENDING_S = 120.0  # the parent kills a worker still ending after pool.ENDING_S; beyond this, something broke
+
+
+def wait_for_file(path: Path, limit_s: float) -> None:
+    """Until `path` exists (the parent makes it once the last evaluation on this device has ended); a Stop
+    (infra_error) after `limit_s`."""
+    deadline = time.monotonic() + limit_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise Stop(Status.INFRA_ERROR, f"the last evaluation on this device did not end within {limit_s:g} s")
+        time.sleep(WAIT_STEP_S)

@@ -148,6 +148,15 @@ class RunnerProcess:
         then overlap."""
         _signal_group(self.process.pid, signal.SIGKILL)
 
+    def cpu_seconds(self) -> float:
+        """CPU time of the runner and of the children it reaped, until now (0 once it is reaped)."""
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return 0.0
+        # utime, stime, cutime, cstime: fields 14-17 of proc(5), the 12th-15th after the command's name
+        return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         """Kill the runner's session and whatever left it and was reparented to the judge (a subreaper:
         limits.py); remove its folders."""
@@ -207,9 +216,18 @@ class Runners:
     def sessions(self) -> tuple[int, ...]:
         return self.candidate.process.pid, self.reference.process.pid
 
-    def stop(self) -> None:
+    def kill(self) -> float:
+        """Both runners killed, with whatever the candidate's started, not waited for; returns the CPU seconds they
+        and the children they reaped had used (the compilers among them)."""
+        cpu_s = self.candidate.cpu_seconds() + self.reference.cpu_seconds()
         self.candidate.kill()
         self.reference.kill()
+        if self.candidate.freezer is not None:
+            self.candidate.freezer.kill()
+        return cpu_s
+
+    def stop(self) -> None:
+        self.kill()
         self.candidate.stop()
         self.reference.stop()
 

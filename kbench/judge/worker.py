@@ -62,9 +62,12 @@ def main(argv: list[str]) -> int:
     else:
         job = Job.load(Path(argv[0]))
         runners = Runners.start(job.device, build_only=job.build_only)
-    outcome = run(job, runners)
+    outcome = run(job, runners)  # the runners are killed by now
     write_json_atomic(Path(job.result_path), outcome.to_dict())
-    # The verdict is written: skip interpreter and CUDA teardown, which the parent would wait for.
+    # The parent goes on with the verdict; the next judge on the device waits for this process's exit, after
+    # the runners' (reaped here, their CUDA teardown and whatever they left behind). The interpreter's own
+    # teardown is skipped.
+    runners.stop()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -60,7 +60,7 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
              overrides: dict | None = None, run_id: str = "", build_only: bool = False,
              build_threads: int | None = None, build_nice: int = 0, slot_environment: dict | None = None,
              identity: Identity | None = None, on_progress: Callable[[ProgressRecord], None] | None = None,
-             excused_s: Callable[[], float] = lambda: 0.0) -> Result:
+             excused_s: Callable[[], float] = lambda: 0.0, overlap_ending: bool = True) -> Result:
     """Judge one solution against one problem in a fresh child process.
 
     With build_only, the child only imports the solution (building its extensions into the cache)
@@ -70,7 +70,10 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     to wait for a compile slot (slots.SlotServer.environment). `identity`: the row's identity when the
     caller made it (a Ray node records the driver's paths and its own GPU), else made here. `on_progress`
     sees the worker's progress record every half second or so while it runs. `excused_s()`: seconds the
-    timeout does not count (the build's waits for compile slots).
+    timeout does not count (the build's waits for compile slots). `overlap_ending`: return once the worker has
+    written its outcome, its ending (CUDA teardown) overlapping this process's next evaluation on the device,
+    whose judge waits for it before using the device; only where every evaluation on the device goes through
+    this process (not on Ray, whose tasks may run in other processes).
     """
     device = device or resolve_device(config.device)
     started = time.monotonic()
@@ -89,19 +92,22 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     if build_nice:
         extra_environment["KBENCH_NICE"] = str(build_nice)
     extra_environment.update(slot_environment or {})
+    overlap_ending = overlap_ending and not build_only
+    pool = worker_pool()
     with tempfile.TemporaryDirectory(prefix="kbench-job-") as scratch:
         job = Job(problem_path=str(problem_path.resolve()), solution_path=str(solution_path.resolve()),
                   device=device, config=config, result_path=str(Path(scratch) / "result.json"),
                   progress_path=str(Path(scratch) / "progress.json"), overrides=overrides or {},
-                  log_path=str(log_path), build_only=build_only)
+                  log_path=str(log_path), build_only=build_only,
+                  wait_for=pool.ending_marker(device) if overlap_ending else "")
         job.save(Path(scratch) / "job.json")
 
         def report_progress():
             if on_progress is not None:
                 on_progress(ProgressRecord.load(Path(job.progress_path)))
-        returncode = worker_pool().run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment,
-                                       device, while_waiting=report_progress, warm=not build_only,
-                                       excused_s=excused_s)
+        returncode = pool.run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment, device,
+                              while_waiting=report_progress, warm=not build_only, excused_s=excused_s,
+                              result_path=Path(job.result_path) if overlap_ending else None)
         progress = ProgressRecord.load(Path(job.progress_path))
         if returncode != 0:  # a judge killed or dead left its runners' sessions
             for session in progress.runner_sessions:
@@ -144,8 +150,8 @@ def _read_outcome(path: Path) -> Outcome | None:
 
 
 def _with_ending(outcome: Outcome, result_path: Path) -> Outcome:
-    """The outcome, its phase_s with the seconds from its writing to now: the worker's exit (its CUDA context's
-    teardown among it), reaped, its session killed and its folders removed."""
+    """The outcome, its phase_s with the seconds from its writing to now: until kbench read it (its worker's exit,
+    CUDA teardown among it, overlaps the next evaluation), or, where it does not, until the worker's exit."""
     try:
         ending = max(0.0, time.time() - result_path.stat().st_mtime)
     except OSError:

@@ -30,6 +30,7 @@ class Job:
     overrides: dict = field(default_factory=dict)  # problem globals to override (empty: official, or small on a CPU)
     log_path: str = ""         # the worker's stdout/stderr file (build output lands there)
     build_only: bool = False   # import the solution (building its extensions) and stop
+    wait_for: str = ""         # a file that appears once the last evaluation on the device has ended: wait for it
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(dict(asdict(self), config=self.config.to_dict())))
@@ -51,7 +52,9 @@ class SweepCounts:
 
 
 # The judge's phases before the candidate's code exists anywhere: a failure in them is never the candidate's.
-PHASES_BEFORE_THE_CANDIDATE = ("starting", "loading problem", "running the reference", "timing the reference alone")
+WAITING_FOR_THE_LAST = "waiting for the last evaluation to end"
+PHASES_BEFORE_THE_CANDIDATE = ("starting", WAITING_FOR_THE_LAST, "loading problem", "running the reference",
+                               "timing the reference alone")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,10 @@ from fork servers (forkserver.py) where they can be, else spawned. Evaluations g
 warmed up (torch imported, CUDA context created) while the previous evaluation ran; builds, which set
 their own environment, get a worker of their own. Each worker runs in a session of its own, which is
 killed whole when its job ends, on Ctrl-C and at exit: nothing may outlive kbench.
+
+An evaluation's result is taken the moment its worker has written it; the worker's ending (its runners
+reaped, its exit, CUDA teardown and all) then overlaps the next evaluation on the device, whose judge waits
+for that ending (`Job.wait_for`) before it uses the device (judge/evaluation.py).
 """
 
 from __future__ import annotations
@@ -50,17 +54,22 @@ class WorkerPool:
         self._servers: dict[tuple[tuple, bool], ForkServer] = {}
         self._servers_lock = threading.Lock()
         self._generation = 0  # kill_all starts a new one: jobs of an earlier one get no new worker
+        # Per device: the marker its last evaluation that ended in the background makes, and the thread making it.
+        self._endings: dict[tuple[str, str], tuple[Path, threading.Thread]] = {}
+        self._endings_folder: Path | None = None
 
     # --- running a job ---------------------------------------------------------------------------
 
     def run(self, job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
             device: str, while_waiting: Callable[[], None] = lambda: None, warm: bool = True,
-            excused_s: Callable[[], float] = lambda: 0.0) -> int | None:
+            excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None) -> int | None:
         """Run one job in a worker; kill the worker's session when done or out of time. Returns the exit
         code (negative: killed by that signal), or None on timeout. `while_waiting` runs about every
         WAIT_STEP_S while the worker runs (to show its progress). `warm`: a waiting worker (its CUDA contexts
         made) may take the job; a build, which needs none, gets a fresh one. `excused_s()`: seconds so far
-        that the timeout does not count (a build's waits for compile slots)."""
+        that the timeout does not count (a build's waits for compile slots). `result_path`: where the worker
+        writes its result; once it exists this returns 0 and the worker ends in the background, the next
+        evaluation on `device` waiting for it (ending_marker)."""
         generation = self._generation
         with log_path.open("ab") as log:
             if extra_environment or not warm:
@@ -73,9 +82,22 @@ class WorkerPool:
                 except OSError:
                     pass  # the waiting worker died: its exit code tells what happened
             try:
-                return _wait(process, timeout_s, while_waiting, excused_s)
-            finally:
+                returncode = _wait(process, timeout_s, while_waiting, excused_s, result_path)
+            except BaseException:
                 self._end(process)
+                raise
+        if returncode == _RESULT_WRITTEN:
+            self._end_in_background(process, device)
+            return 0
+        self._end(process)
+        return returncode
+
+    def ending_marker(self, device: str) -> str:
+        """A file that appears once the last evaluation on `device` whose worker still ended in the background
+        has ended ("" when there was none): the next judge on the device waits for it."""
+        with self._lock:
+            ending = self._endings.get(_waiting_key(device))
+        return str(ending[0]) if ending is not None else ""
 
     def run_helper(self, module: str, arguments: list[str], log_path: Path) -> int:
         """`python -m module arguments` to its end, its output appended to `log_path`: a process of kbench's own
@@ -136,9 +158,18 @@ class WorkerPool:
         self._stop_servers()
 
     def close(self) -> None:
-        """At exit: the waiting workers and the fork servers go."""
+        """At exit: the waiting workers and the fork servers go, and the workers still ending are waited for."""
         self.stop_waiting()
         self._stop_servers()
+        with self._lock:
+            enders = [ender for _, ender in self._endings.values()]
+        for ender in enders:
+            ender.join(timeout=ENDING_S + 5)
+        with self._lock:  # the pool may be used again (a library's next Judge): nothing is ending now
+            self._endings.clear()
+            folder, self._endings_folder = self._endings_folder, None
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _stop_servers(self) -> None:
         with self._servers_lock:
@@ -196,12 +227,44 @@ class WorkerPool:
     def _end(self, process: Worker) -> None:
         kill_session(process.pid)
         process.wait()
+        self._forget(process)
+
+    def _forget(self, process: Worker) -> None:
         with self._lock:
             self._sessions.discard(process.pid)
             work = self._work.pop(process.pid, None)
         if work is not None:  # its runners' folders and cgroups, even when the judge was killed before removing them
             shutil.rmtree(work, ignore_errors=True)
             remove_left_by(Path(work).name)
+
+    def _end_in_background(self, process: Worker, device: str) -> None:
+        """A worker that wrote its result ends on its own (its runners reaped, its CUDA teardown) while kbench goes
+        on; the marker it leaves tells the next judge on `device` that nothing of this evaluation, nor of any
+        before it, runs any more."""
+        key = _waiting_key(device)
+        with self._lock:
+            if self._endings_folder is None:  # named like a worker's folder: _remove_stale knows it
+                self._endings_folder = Path(tempfile.mkdtemp(prefix=f"kbench-worker-{os.getpid()}-endings-"))
+            marker = self._endings_folder / str(process.pid)
+            earlier = self._endings.get(key)
+
+        def end() -> None:
+            try:
+                try:
+                    process.wait(timeout=ENDING_S)
+                except subprocess.TimeoutExpired:
+                    pass  # stuck after its verdict: killed below
+                kill_session(process.pid)
+                process.wait()
+                if earlier is not None:
+                    earlier[1].join()
+            finally:
+                marker.touch()
+            self._forget(process)
+        ender = threading.Thread(target=end, name="kbench-ending", daemon=True)
+        with self._lock:
+            self._endings[key] = (marker, ender)
+        ender.start()
 
     def _fork(self, arguments: list[str], stdout: int | None, env: dict) -> ForkedWorker | None:
         if not sys.platform.startswith("linux"):
@@ -235,20 +298,30 @@ class PoolClosed(RuntimeError):
 
 
 WAIT_STEP_S = 0.5
+RESULT_POLL_S = 0.01  # how often the worker's result file is looked for: the device idles at most this long
+ENDING_S = 60.0  # a worker that wrote its result and has not exited by then is killed
+_RESULT_WRITTEN = -1000  # _wait's answer when the result exists and the worker is still ending
 
 
 def _wait(process: Worker, timeout_s: float, while_waiting: Callable[[], None],
-          excused_s: Callable[[], float] = lambda: 0.0) -> int | None:
-    """The worker's exit code, or None when it runs past `timeout_s` plus what `excused_s()` says."""
+          excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None) -> int | None:
+    """The worker's exit code; None when it runs past `timeout_s` plus what `excused_s()` says; _RESULT_WRITTEN
+    when `result_path` exists and the worker has not exited yet."""
     started = time.monotonic()
+    step = WAIT_STEP_S if result_path is None else RESULT_POLL_S
+    progress_due = started + WAIT_STEP_S
     while True:
         left = started + timeout_s + excused_s() - time.monotonic()
         try:
-            return process.wait(timeout=max(0.0, min(WAIT_STEP_S, left)))
+            return process.wait(timeout=max(0.0, min(step, left)))
         except subprocess.TimeoutExpired:
+            if result_path is not None and result_path.exists():
+                return _RESULT_WRITTEN
             if left <= 0:
                 return None
-            while_waiting()
+            if time.monotonic() >= progress_due:
+                progress_due += WAIT_STEP_S
+                while_waiting()
 
 
 _pool: WorkerPool | None = None

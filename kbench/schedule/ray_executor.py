@@ -139,8 +139,10 @@ def run_on_node(job: NodeJob) -> Result:
     # Ray numbers a task's GPUs from 0 (CUDA_VISIBLE_DEVICES); record the node's GPU and the node.
     gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU") or []
     identity = replace(job.identity, device=f"{f'cuda:{gpus[0]}' if gpus else job.device}@{node}")
+    # Ray may run the next task on this GPU in another process: each evaluation ends before its task does.
     return evaluate(job.problem, job.solution, job.config, device=job.device, build_only=job.build_only,
-                    build_threads=job.build_threads, build_nice=job.build_nice, identity=identity)
+                    build_threads=job.build_threads, build_nice=job.build_nice, identity=identity,
+                    overlap_ending=False)
 
 
 def _differences_from_driver(job: NodeJob) -> list[str]:
