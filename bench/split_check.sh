@@ -3,8 +3,9 @@
 # and after it, on the same solutions, each tree with a warm build cache of its own, then bench/split_cost.py's
 # table. The tree before the split is unpacked by the caller under .device/before:
 #     git archive 5f7dc5a kbench | tar -x -C .device/before
-# Usage: OUT=/some/dir [AFTER=/a/tree/with/kbench] bash bench/split_check.sh [SWEEP OPTION...]
-#   AFTER: default this tree; SWEEP OPTIONs go to every sweep (--filter 'convt3d*' for a shorter run).
+# Usage: OUT=/some/dir [AFTER=/a/tree/with/kbench] [BEFORE=/another] bash bench/split_check.sh [SWEEP OPTION...]
+#   AFTER: default this tree; BEFORE: default .device/before (any two trees compare: git archive REV kbench);
+#   SWEEP OPTIONs go to every sweep (--filter 'convt3d*' for a shorter run).
 # Both trees' cold builds of the whole of solutions/ (about 60 builds) took about 8 minutes on 16 cores: more than
 # one device call leaves for the sweeps. Split the solutions with --filter across calls, or run the two sweeps
 # again in a later call on the same machine, still held: the caches under /tmp are still there.
@@ -27,7 +28,7 @@ sweep() {
     tail -3 "$csv.txt"
 }
 AFTER=${AFTER:-$ROOT}
-BEFORE=$ROOT/.device/before
+BEFORE=${BEFORE:-$ROOT/.device/before}
 WARM=(--sweep 0 --trials 1 --time-budget 0.1 "$@")  # builds every extension once, into the tree's own cache
 sweep "$AFTER" "$OUT/warmup_after.csv" "${WARM[@]}" & sweep "$BEFORE" "$OUT/warmup_before.csv" "${WARM[@]}"; wait
 sweep "$BEFORE" "$OUT/before.csv" "$@"
