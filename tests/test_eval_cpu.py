@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from dataclasses import replace
@@ -74,26 +75,26 @@ def test_phase_seconds_name_the_judge_s_phases_and_the_worker_s_end(cpu_config):
     assert sum(seconds.values()) < result.wall_s + 1
 
 
-def test_a_result_is_taken_when_written_and_the_next_judge_s_marker_comes_once_the_runner_is_gone(cpu_config,
-                                                                                                   tmp_path):
+def test_a_result_is_taken_when_written_and_the_next_judge_s_marker_comes_once_runner_and_judge_are_gone(
+        cpu_config, tmp_path):
     """kbench goes on once the judge has written its verdict; the marker the next judge on the device waits for
-    appears only once the candidate's runner is gone (here, one whose load error names its process)."""
+    appears only once the candidate's runner (here, one whose load error names its process) and the judge are gone."""
     import re
 
     from kbench.processes import alive
     from kbench.schedule.pool import worker_pool
 
     solution = tmp_path / "tells_its_process.py"
-    solution.write_text("import os\nraise RuntimeError(f'runner process {os.getpid()}')\n")
+    solution.write_text("import os\nraise RuntimeError(f'runner process {os.getpid()} of {os.getppid()}')\n")
     result = evaluate(AXPY, solution, cpu_config)
     assert result.status == Status.LOAD_ERROR, result.message
-    runner = int(re.search(r"runner process (\d+)", result.message).group(1))
+    runner, judge = map(int, re.search(r"runner process (\d+) of (\d+)", result.message).groups())
     marker = Path(worker_pool().ending_marker("cpu"))
     deadline = time.monotonic() + 60
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.001)
     assert marker.exists()
-    assert not alive(runner), "the marker appeared while the candidate's runner was still there"
+    assert not alive(runner) and not alive(judge), "the marker appeared while the last evaluation's processes ran"
 
 
 def test_a_judge_uses_the_device_only_once_the_last_evaluation_on_it_has_ended(cpu_config, tmp_path):

@@ -121,7 +121,7 @@ def _with_hint(status: str, message: str, job: Job, context: Context) -> str:
 def _stages(job: Job, context: Context, finish) -> Outcome:
     config, progress = context.config, context.progress
     context.confined = _confine_runner(job, context)  # it warms up while the judge runs the reference
-    if job.wait_for:
+    if job.wait_for:  # nothing of this judge's runs on the device before: not its memory, nor its times
         progress.enter(WAITING_FOR_THE_LAST)
         wait_for_file(Path(job.wait_for), LAST_ENDING_S)
     progress.enter("loading problem")

@@ -77,20 +77,19 @@ def _import_ahead() -> None:
 
 def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
     """What every evaluation needs before the candidate: the CUDA context; for the reference's runner its
-    libraries (cuBLAS, cuDNN), while it waits for its job; for the candidate's runner the profiler's first starts
-    (op recording, kernel attribution). Each starts threads: the candidate's runner runs it once confined, when
-    its job has come, while the judge runs the reference: its libraries would outlast that (the judge then waits
-    for it) and load at the candidate's first call, in the untimed trials."""
+    libraries (cuBLAS, cuDNN), while it waits for its job; for the candidate's runner the op recording's first
+    start. Each starts threads: the candidate's runner runs it once confined, when its job has come, while the
+    judge runs the reference: its libraries would outlast that (the judge then waits for it) and load at the
+    candidate's first call, in the untimed trials. Its kernel profiler is not started ahead: each profile ends
+    detached (remote_process.PROFILER_TEARDOWN), and a first profile made here left the trial's no faster
+    (docs/benchmarks.md)."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)
     if not for_candidate:
         warm_cuda_libraries(device)
         return
-    from kbench.runner import kernels
     record_ops(lambda: torch.zeros(1) + 1)
-    if device.type == "cuda":
-        kernels.profile_kernels(lambda: torch.zeros(1, device=device).add_(1))
 
 
 class Runner:

@@ -94,14 +94,12 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     extra_environment.update(slot_environment or {})
     overlap_ending = overlap_ending and not build_only
     pool = worker_pool()
-    ended_marker = pool.new_marker() if overlap_ending else None
     with tempfile.TemporaryDirectory(prefix="kbench-job-") as scratch:
         job = Job(problem_path=str(problem_path.resolve()), solution_path=str(solution_path.resolve()),
                   device=device, config=config, result_path=str(Path(scratch) / "result.json"),
                   progress_path=str(Path(scratch) / "progress.json"), overrides=overrides or {},
                   log_path=str(log_path), build_only=build_only,
-                  wait_for=pool.ending_marker(device) if overlap_ending else "",
-                  ended_marker=str(ended_marker or ""))
+                  wait_for=pool.ending_marker(device) if overlap_ending else "")
         job.save(Path(scratch) / "job.json")
 
         def report_progress():
@@ -109,8 +107,7 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
                 on_progress(ProgressRecord.load(Path(job.progress_path)))
         returncode = pool.run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment, device,
                               while_waiting=report_progress, warm=not build_only, excused_s=excused_s,
-                              result_path=Path(job.result_path) if overlap_ending else None,
-                              ended_marker=ended_marker)
+                              result_path=Path(job.result_path) if overlap_ending else None)
         progress = ProgressRecord.load(Path(job.progress_path))
         if returncode != 0:  # a judge killed or dead left its runners' sessions
             for session in progress.runner_sessions:

@@ -31,7 +31,6 @@ class Job:
     log_path: str = ""         # the worker's stdout/stderr file (build output lands there)
     build_only: bool = False   # import the solution (building its extensions) and stop
     wait_for: str = ""         # a file that appears once the last evaluation on the device has ended: wait for it
-    ended_marker: str = ""     # the file to make once this evaluation's runners are gone (after its result)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(dict(asdict(self), config=self.config.to_dict())))

@@ -55,7 +55,7 @@ class WorkerPool:
         self._servers: dict[tuple[tuple, bool], ForkServer] = {}
         self._servers_lock = threading.Lock()
         self._generation = 0  # kill_all starts a new one: jobs of an earlier one get no new worker
-        # Per device: the marker its last evaluation that ended in the background makes, and the thread making it.
+        # Per device: the marker of its last evaluation that ended in the background, and the thread making it.
         self._endings: dict[tuple[str, str], tuple[Path, threading.Thread]] = {}
         self._endings_folder: Path | None = None
         self._markers = itertools.count()
@@ -64,16 +64,14 @@ class WorkerPool:
 
     def run(self, job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
             device: str, while_waiting: Callable[[], None] = lambda: None, warm: bool = True,
-            excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None,
-            ended_marker: Path | None = None) -> int | None:
+            excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None) -> int | None:
         """Run one job in a worker; kill the worker's session when done or out of time. Returns the exit
         code (negative: killed by that signal), or None on timeout. `while_waiting` runs about every
         WAIT_STEP_S while the worker runs (to show its progress). `warm`: a waiting worker (its CUDA contexts
         made) may take the job; a build, which needs none, gets a fresh one. `excused_s()`: seconds so far
         that the timeout does not count (a build's waits for compile slots). `result_path`: where the worker
         writes its result; once it exists this returns 0 and the worker ends in the background, the next
-        evaluation on `device` waiting for `ended_marker` (new_marker()): the judge makes it once its runners
-        are gone, this pool once the worker is, whichever comes first."""
+        evaluation on `device` waiting for it (ending_marker)."""
         generation = self._generation
         with log_path.open("ab") as log:
             if extra_environment or not warm:
@@ -91,24 +89,17 @@ class WorkerPool:
                 self._end(process)
                 raise
         if returncode == _RESULT_WRITTEN:
-            self._end_in_background(process, device, ended_marker)
+            self._end_in_background(process, device)
             return 0
         self._end(process)
         return returncode
 
     def ending_marker(self, device: str) -> str:
-        """A file that appears once nothing of the last evaluation on `device` that ended in the background runs on
-        it ("" when there was none): the next judge on the device waits for it."""
+        """A file that appears once the last evaluation on `device` that ended in the background has ended, its
+        runners and its judge gone ("" when there was none): the next judge on the device waits for it."""
         with self._lock:
             ending = self._endings.get(_waiting_key(device))
         return str(ending[0]) if ending is not None else ""
-
-    def new_marker(self) -> Path:
-        """A path no marker has (run's `ended_marker`)."""
-        with self._lock:
-            if self._endings_folder is None:  # named like a worker's folder: _remove_stale knows it
-                self._endings_folder = Path(tempfile.mkdtemp(prefix=f"kbench-worker-{os.getpid()}-endings-"))
-            return self._endings_folder / str(next(self._markers))
 
     def run_helper(self, module: str, arguments: list[str], log_path: Path) -> int:
         """`python -m module arguments` to its end, its output appended to `log_path`: a process of kbench's own
@@ -248,14 +239,15 @@ class WorkerPool:
             shutil.rmtree(work, ignore_errors=True)
             remove_left_by(Path(work).name)
 
-    def _end_in_background(self, process: Worker, device: str, marker: Path | None) -> None:
-        """A worker that wrote its result ends on its own (its runners reaped, its CUDA teardown) while kbench goes
-        on; `marker` tells the next judge on `device` that nothing of this evaluation, nor of any before it, runs
-        on it any more: the judge makes it once its runners are gone (it had waited for the last marker before
-        they ran anything), this thread once the worker is gone, if it was not made before."""
+    def _end_in_background(self, process: Worker, device: str) -> None:
+        """A worker that wrote its result ends on its own (its runners reaped, then its exit, CUDA teardown and all)
+        while kbench goes on; the marker made once it is gone tells the next judge on `device` that nothing of this
+        evaluation, nor of any before it, runs on it any more."""
         key = _waiting_key(device)
-        marker = marker or self.new_marker()
         with self._lock:
+            if self._endings_folder is None:  # named like a worker's folder: _remove_stale knows it
+                self._endings_folder = Path(tempfile.mkdtemp(prefix=f"kbench-worker-{os.getpid()}-endings-"))
+            marker = self._endings_folder / str(next(self._markers))
             earlier = self._endings.get(key)
 
         def end() -> None:
