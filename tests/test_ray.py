@@ -87,6 +87,29 @@ def test_a_node_that_sees_other_files_than_the_driver_gives_infra_error(tmp_path
     assert missing.status == Status.INFRA_ERROR and f"{solution} is missing" in missing.message
 
 
+def test_a_ray_task_returns_only_once_its_evaluation_has_ended(tmp_path, cluster):
+    """Ray may run the next task on the same GPU in another process, which could not wait for this one's ending
+    (locally the next judge does): on a node, an evaluation's judge is gone before its task returns. Here one
+    whose candidate's load error names its judge."""
+    problem, solution = PROBLEMS / "axpy.py", tmp_path / "tells_its_judge.py"
+    solution.write_text("import os\nraise RuntimeError(f'judged by process {os.getppid()}')\n")
+    config = RunConfig(device="cpu", cache_dir=tmp_path / "cache")
+    job = NodeJob(problem=problem, solution=solution, identity=identify(problem, solution, config, "cpu", "r"),
+                  config=config, device="cpu")
+
+    def judged(job: NodeJob) -> tuple:
+        import re
+
+        from kbench.processes import alive
+
+        result = run_on_node(job)
+        judge = int(re.search(r"judged by process (\d+)", result.message).group(1))
+        return result, alive(judge)  # at once, on the node
+    result, judge_alive = ray.get(ray.remote(judged).remote(job))
+    assert result.status == Status.LOAD_ERROR, result.message
+    assert not judge_alive, "the task returned while its judge still ran"
+
+
 def ray_workers_running(task_name: str) -> list[int]:
     """Ray worker processes whose title says they run `task_name` now."""
     found = []
