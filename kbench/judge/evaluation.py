@@ -53,8 +53,9 @@ def judge(job: Job, device: torch.device, progress: Progress, environment: dict,
     try:
         outcome = _decided(job, context, finish)
     finally:
+        runners_cpu_s = runners.cpu_seconds()  # read before the kill: they are reaped after the outcome is written
         with progress.spent("stopping the runners"):
-            runners_cpu_s = runners.kill()
+            runners.kill()
     return replace(outcome, cpu_s=_cpu_seconds(runners_cpu_s), phase_s=progress.phases())
 
 

@@ -144,8 +144,10 @@ class RunnerProcess:
             self.freezer.thaw()
 
     def kill(self) -> None:
-        """SIGKILL the runner's session and go on (stop() waits): two runners' exits, CUDA teardown and all,
-        then overlap."""
+        """SIGKILL the runner's process group, and (its cgroup) whatever it started wherever it went, and go on
+        (stop() waits): two runners' exits, CUDA teardown and all, then overlap."""
+        if self.freezer is not None:
+            self.freezer.kill()  # thawed first: a frozen process does not die
         _signal_group(self.process.pid, signal.SIGKILL)
 
     def cpu_seconds(self) -> float:
@@ -216,15 +218,14 @@ class Runners:
     def sessions(self) -> tuple[int, ...]:
         return self.candidate.process.pid, self.reference.process.pid
 
-    def kill(self) -> float:
-        """Both runners killed, with whatever the candidate's started, not waited for; returns the CPU seconds they
-        and the children they reaped had used (the compilers among them)."""
-        cpu_s = self.candidate.cpu_seconds() + self.reference.cpu_seconds()
+    def cpu_seconds(self) -> float:
+        """CPU time of both runners and of the children they reaped (the compilers among them), until now."""
+        return self.candidate.cpu_seconds() + self.reference.cpu_seconds()
+
+    def kill(self) -> None:
+        """Both runners killed, with whatever the candidate's started, not waited for (stop() waits)."""
         self.candidate.kill()
         self.reference.kill()
-        if self.candidate.freezer is not None:
-            self.candidate.freezer.kill()
-        return cpu_s
 
     def stop(self) -> None:
         self.kill()
