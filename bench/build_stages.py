@@ -1,41 +1,78 @@
-"""Where a candidate's build spends CPU time, stage by stage, with and without kbench's precompiled header.
+"""Where a candidate's build spends CPU time, stage by stage, torch's way and kbench's; and whether kbench's way
+writes the same code.
 
-    PYTHONPATH=$PWD python3 bench/build_stages.py PROBLEMS SOLUTION... [--cache-dir DIR] [--device cuda]
+    PYTHONPATH=$PWD python3 bench/build_stages.py PROBLEMS SOLUTION... [--cache-dir DIR] [--device cuda] [--jobs N]
 
-Each solution is built once through kbench, in order, into one cold cache (so its build folders and the
-cache's precompiled header exist; the first solution's build makes the header). Then every command of each
-extension's build is run again, one at a time, timed as CPU seconds (user + system of the command and its
-children): the C++ bindings file with torch's headers parsed (torch's way) and precompiled (kbench's), nvcc's
-steps one by one (from `nvcc --dryrun`: the preprocessor passes, cicc, ptxas, fatbinary, cudafe++ and the host
-compile), and the link. Prints one row per stage: files, median and total CPU seconds.
+kbench's primer precompiles torch's headers into a cold cache, then every solution is built through kbench
+(`--jobs` at once), so that its build folders exist. Then every command of each extension's build is run again,
+one at a time per extension (`--jobs` extensions at once), timed as CPU seconds (user + system of the command
+and its children):
+- the C++ bindings file with torch's headers parsed (torch's way) and precompiled (kbench's: pch.py);
+- the CUDA file with torch/extension.h (torch's way) and with the light header (kbench's: light.py), nvcc's
+  steps one by one (from `nvcc --dryrun`: the preprocessor passes, cicc, ptxas, fatbinary, cudafe++ and the host
+  compile); where the light compile fails, what it cost before the file was compiled torch's way;
+- the link.
+Both CUDA objects are compared: every kernel's SASS (cuobjdump) and every host function both define (objdump,
+addresses blanked). Prints one row per stage (files, median and total CPU seconds), each build's total both
+ways, and the comparison.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
+import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbench.extensions.cache import versions_tag
 from kbench.config import RunConfig
+from kbench.extensions import light
+from kbench.extensions.cache import versions_tag
+from kbench.extensions.primer import arguments as primer_arguments
 from kbench.schedule.scheduler import LocalExecutor
 from kbench.solution import PairingError, pair_problem
 
+TORCH_WAY, KBENCH_WAY = "torch's way", "kbench's way"
 
-def cpu_seconds(command: str, folder: Path, environment: dict | None = None) -> float:
-    """CPU time of a shell command and everything it started; raises when it fails."""
-    process = subprocess.Popen(["bash", "-c", command], cwd=folder, env=environment, stdout=subprocess.DEVNULL,
+
+class StepFailed(RuntimeError):
+    def __init__(self, message: str, seconds: float):
+        super().__init__(message)
+        self.seconds = seconds
+
+
+@dataclass
+class Extension:
+    """One extension's build, timed both ways."""
+    name: str
+    stages: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    totals: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    light_failed: bool = False
+    same_sass: bool | None = None
+    host_functions: tuple[int, int, int] = (0, 0, 0)  # same, different, defined by one object only
+    different: list[str] = field(default_factory=list)  # host functions both define that differ (mangled)
+    note: str = ""
+
+
+def cpu_seconds(command: str | list[str], folder: Path, environment: dict | None = None) -> float:
+    """CPU time of a command and everything it started; raises StepFailed (with the time) when it fails."""
+    arguments = ["bash", "-c", command] if isinstance(command, str) else command
+    process = subprocess.Popen(arguments, cwd=folder, env=environment, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise RuntimeError(f"{command[:120]}...: exit {process.returncode}: {process.stderr.read()[-400:]!r}")
-    return usage.ru_utime + usage.ru_stime
+    seconds = usage.ru_utime + usage.ru_stime
+    if os.waitstatus_to_exitcode(status) != 0:
+        shown = command if isinstance(command, str) else shlex.join(command)
+        raise StepFailed(f"{shown[:120]}...: {process.stderr.read()[-400:]!r}", seconds)
+    return seconds
 
 
 def build_commands(folder: Path) -> list[str]:
@@ -44,10 +81,11 @@ def build_commands(folder: Path) -> list[str]:
                           check=True).stdout.splitlines()
 
 
-def nvcc_stages(command: str, folder: Path, scratch: Path) -> dict[str, float]:
-    """nvcc's compile split into its steps (`--dryrun` lists them with the variables they need)."""
-    listing = subprocess.run(f"{command} --dryrun --keep --keep-dir {shlex.quote(str(scratch))}", shell=True,
-                             cwd=folder, capture_output=True, text=True, executable="/bin/bash").stderr
+def nvcc_stages(arguments: list[str], folder: Path, scratch: Path) -> dict[str, float]:
+    """nvcc's compile split into its steps (`--dryrun` lists them with the variables they need); raises
+    StepFailed, with the CPU time of the steps run, at the first that fails."""
+    listing = subprocess.run([*arguments, "--dryrun", "--keep", "--keep-dir", str(scratch)], cwd=folder,
+                             capture_output=True, text=True).stderr
     environment, stages = dict(os.environ), defaultdict(float)
     for line in listing.splitlines():
         if not line.startswith("#$ "):
@@ -59,28 +97,152 @@ def nvcc_stages(command: str, folder: Path, scratch: Path) -> dict[str, float]:
             continue
         program = Path(shlex.split(step)[0]).name
         if program in ("gcc", "g++", "c++", "cc"):
-            stage = "nvcc: preprocess (gcc -E)" if " -E " in f" {step} " else "nvcc: host compile (gcc)"
+            stage = "preprocess (gcc -E)" if " -E " in f" {step} " else "host compile (gcc)"
         else:
-            stage = f"nvcc: {program}"
-        stages[stage] += cpu_seconds(step, scratch, environment)
+            stage = program
+        try:
+            stages[stage] += cpu_seconds(step, scratch, environment)
+        except StepFailed as failed:
+            raise StepFailed(f"{stage}: {failed}", sum(stages.values()) + failed.seconds) from None
     return stages
 
 
-def stages_of(folder: Path, real_cxx: str) -> dict[str, float]:
-    stages: dict[str, float] = defaultdict(float)
+def with_output(arguments: list[str], output: Path) -> list[str]:
+    index = arguments.index("-o")
+    return [*arguments[:index + 1], str(output), *arguments[index + 2:]]
+
+
+def real_nvcc(wrapper: str) -> str:
+    """The compiler kbench's nvcc wrapper runs (the last word of its first `exec`)."""
+    text = Path(wrapper).read_text()
+    return shlex.split(re.search(r"exec (\S+) \"\$@\"", text).group(1))[0]
+
+
+def sass(path: Path) -> str | None:
+    if shutil.which("cuobjdump") is None:
+        return None
+    listing = subprocess.run(["cuobjdump", "-sass", str(path)], capture_output=True, text=True).stdout
+    return "\n".join(line for line in listing.splitlines() if str(path) not in line and "Fatbin" not in line)
+
+
+def host_functions(path: Path) -> dict[str, str]:
+    """Each host function's instructions, addresses blanked (the two objects lay their functions out apart)."""
+    listing = subprocess.run(["objdump", "-d", "-r", "--no-show-raw-insn", str(path)], capture_output=True,
+                             text=True, check=True).stdout
+    functions, name = {}, None
+    for line in listing.splitlines():
+        header = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if header:
+            name = header.group(1)
+            functions[name] = []
+        elif name and line.strip() and not line.startswith("Disassembly of section"):
+            instruction = re.sub(r"^\s*[0-9a-f]+:\s*", "", line)
+            instruction = re.sub(r"\b[0-9a-f]+ <", "# <", instruction)  # a call's or jump's target address
+            # where in a section a relocation points (strings, local functions): laid out apart
+            functions[name].append(re.sub(r"(\s\.[\w.$]*)[+-]0x[0-9a-f]+", r"\1+#", instruction))
+    return {name: "\n".join(lines) for name, lines in functions.items()}
+
+
+def compare(extension: Extension, full: Path, lighter: Path) -> None:
+    full_sass, light_sass = sass(full), sass(lighter)
+    extension.same_sass = None if full_sass is None else full_sass == light_sass
+    full_host, light_host = host_functions(full), host_functions(lighter)
+    common = full_host.keys() & light_host.keys()
+    extension.different = sorted(name for name in common if full_host[name] != light_host[name])
+    extension.host_functions = (len(common) - len(extension.different), len(extension.different),
+                                len(full_host.keys() ^ light_host.keys()))
+
+
+def time_cuda_compile(extension: Extension, command: str, folder: Path, scratch: Path) -> None:
+    words = shlex.split(command)
+    nvcc = real_nvcc(words[0])
+    torch_way = [nvcc, *words[1:]]
+    kbench_way = [nvcc, "-I", str(Path(words[0]).parent / light.FOLDER), *words[1:]]
+    objects = {}
+    for way, arguments in ((TORCH_WAY, torch_way), (KBENCH_WAY, kbench_way)):
+        keep = scratch / way.split("'")[0]
+        keep.mkdir()
+        objects[way] = keep / "cuda.o"
+        try:
+            for stage, seconds in nvcc_stages(with_output(arguments, objects[way]), folder, keep).items():
+                extension.stages[f"nvcc {way}: {stage}"] += seconds
+                extension.totals[way] += seconds
+        except StepFailed as failed:
+            if way == TORCH_WAY:
+                raise
+            extension.light_failed = True
+            extension.note = str(failed)[:160]
+            extension.stages["nvcc kbench's way: light compile that failed"] += failed.seconds
+            extension.totals[way] += failed.seconds + extension.totals[TORCH_WAY]
+    if not extension.light_failed:
+        compare(extension, objects[TORCH_WAY], objects[KBENCH_WAY])
+
+
+def time_extension(folder: Path, real_cxx: str) -> Extension:
+    extension = Extension(folder.name)
     with tempfile.TemporaryDirectory(prefix="kbench-stages-") as scratch:
         for command in build_commands(folder):
-            if "nvcc" in command.split()[0] and " -c " in command:
-                for stage, seconds in nvcc_stages(command, folder, Path(scratch)).items():
-                    stages[stage] += seconds
-            elif " -c " in command:
-                stages["c++ bindings, precompiled torch headers"] += cpu_seconds(command, folder)
-                wrapper = command.split()[0]
-                stages["c++ bindings, torch headers parsed"] += cpu_seconds(
-                    command.replace(wrapper, shlex.quote(real_cxx), 1), folder)
+            if " -c " not in command:
+                seconds = cpu_seconds(command, folder)
+                extension.stages["link"] += seconds
+                for way in (TORCH_WAY, KBENCH_WAY):
+                    extension.totals[way] += seconds
+            elif Path(shlex.split(command)[0]).name == "nvcc":
+                time_cuda_compile(extension, command, folder, Path(scratch))
             else:
-                stages["link"] += cpu_seconds(command, folder)
-    return stages
+                wrapper = command.split()[0]
+                parsed = cpu_seconds(command.replace(wrapper, shlex.quote(real_cxx), 1), folder)
+                precompiled = cpu_seconds(command, folder)
+                extension.stages["c++ bindings, torch's headers parsed"] += parsed
+                extension.stages["c++ bindings, precompiled (kbench)"] += precompiled
+                extension.totals[TORCH_WAY] += parsed
+                extension.totals[KBENCH_WAY] += precompiled
+    return extension
+
+
+def build_all(solutions: list[Path], problems: Path, config: RunConfig, jobs: int) -> list[Path]:
+    """Build every solution through kbench; the extension folders made."""
+    extensions = Path(config.cache_dir, "extensions", versions_tag())
+
+    def build(solution: Path) -> str:
+        try:
+            problem = pair_problem(solution, [problems])
+        except PairingError as error:
+            return f"{solution.name}: {error}"
+        result = LocalExecutor().build((problem, solution), config, config.device, "", 2)
+        return f"{solution.name}: {result.status} in {result.build_s or 0:.1f} s {result.message[:80]}"
+
+    with ThreadPoolExecutor(jobs) as pool:
+        for line in pool.map(build, solutions):
+            print(line, flush=True)
+    return sorted(path.parent for path in extensions.glob("*/*/build.ninja"))
+
+
+def report(timed: list[Extension]) -> None:
+    per_stage: dict[str, list[float]] = defaultdict(list)
+    for extension in timed:
+        for stage, seconds in extension.stages.items():
+            per_stage[stage].append(seconds)
+    print(f"\n{'stage (CPU seconds)':58}{'files':>6}{'median':>8}{'total':>8}")
+    for stage, values in sorted(per_stage.items()):
+        print(f"{stage:58}{len(values):6d}{statistics.median(values):8.1f}{sum(values):8.1f}")
+    print(f"\n{'extension':34}{'torch s':>8}{'kbench s':>9}{'ratio':>7}  light  SASS  host functions same/diff/one")
+    for extension in timed:
+        torch_s, kbench_s = extension.totals[TORCH_WAY], extension.totals[KBENCH_WAY]
+        sass_text = {None: "-", True: "same", False: "DIFF"}[extension.same_sass]
+        same, different, one_only = extension.host_functions
+        print(f"{extension.name[:33]:34}{torch_s:8.1f}{kbench_s:9.1f}{kbench_s / torch_s:7.2f}  "
+              f"{'no' if extension.light_failed else 'yes':5}  {sass_text:4}  {same}/{different}/{one_only}"
+              f"{'  ' + extension.note if extension.note else ''}")
+    different = sorted({name for extension in timed for name in extension.different})
+    if different:
+        names = subprocess.run(["c++filt"], input="\n".join(different), capture_output=True, text=True).stdout
+        print("host functions that differ:", *(f"  {name[:110]}" for name in names.splitlines()), sep="\n")
+    if timed:
+        torch_total = sum(extension.totals[TORCH_WAY] for extension in timed)
+        kbench_total = sum(extension.totals[KBENCH_WAY] for extension in timed)
+        print(f"{'all':34}{torch_total:8.1f}{kbench_total:9.1f}{kbench_total / torch_total:7.2f}  "
+              f"{sum(not extension.light_failed for extension in timed)}/{len(timed)} light")
 
 
 def main() -> None:
@@ -89,31 +251,27 @@ def main() -> None:
     parser.add_argument("solutions", type=Path, nargs="+")
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: a new folder (cold builds)")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="builds, then extensions timed, at once [default: half the cores]")
     arguments = parser.parse_args()
     arguments.cache_dir = arguments.cache_dir or Path(tempfile.mkdtemp(prefix="kbench-build-stages-"))
     config = RunConfig(device=arguments.device, cache_dir=arguments.cache_dir)
-    per_stage: dict[str, list[float]] = defaultdict(list)
+    cuda = arguments.device.startswith("cuda")
+    subprocess.run([sys.executable, "-m", "kbench.extensions.primer", *primer_arguments(config.cache_dir, cuda)],
+                   check=True)
+    folders = build_all(arguments.solutions, arguments.problems, config, arguments.jobs)
     real_cxx = os.environ.get("CXX", "c++")
-    for solution in arguments.solutions:
-        try:
-            problem = pair_problem(solution, [arguments.problems])
-        except PairingError as error:
-            print(f"{solution.name}: {error}")
-            continue
-        extensions = Path(arguments.cache_dir, "extensions", versions_tag())
-        before = set(extensions.glob("*/*/build.ninja"))  # <solution>/<extension>/
-        result = LocalExecutor().build((problem, solution), config, arguments.device, "", 2)
-        if result.status != "built":
-            print(f"{solution.name}: {result.status}: {result.message[:60]}")
-            continue
-        folders = [path.parent for path in sorted(set(extensions.glob("*/*/build.ninja")) - before)]
-        for folder in folders:
-            for stage, seconds in stages_of(folder, real_cxx).items():
-                per_stage[stage].append(seconds)
-        print(f"{solution.name}: {len(folders)} extension(s) timed", flush=True)
-    print(f"\n{'stage':44}{'files':>6}{'median s':>10}{'total s':>10}")
-    for stage, values in sorted(per_stage.items()):
-        print(f"{stage:44}{len(values):6d}{statistics.median(values):10.1f}{sum(values):10.1f}")
+    with ThreadPoolExecutor(arguments.jobs) as pool:
+        timed = [extension for extension in pool.map(lambda folder: _timed(folder, real_cxx), folders) if extension]
+    report(timed)
+
+
+def _timed(folder: Path, real_cxx: str) -> Extension | None:
+    try:
+        return time_extension(folder, real_cxx)
+    except (StepFailed, subprocess.CalledProcessError) as error:
+        print(f"{folder.name}: not timed: {error}", flush=True)
+        return None
 
 
 if __name__ == "__main__":

@@ -37,9 +37,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbench.extensions import light
+
 SLOTS_VARIABLE = "KBENCH_COMPILE_SLOTS"  # the slot server's socket, in a build worker's environment
 RANK_VARIABLE = "KBENCH_BUILD_RANK"      # the build's place in the sweep's build order (0 first)
 PCH_VARIABLE = "KBENCH_PCH_ROOT"         # in the c++ wrapper: where precompiled torch headers are kept (pch.py)
+LIGHT_VARIABLE = "KBENCH_LIGHT_HEADER"   # in the nvcc wrapper: the folder of the light torch/extension.h (light.py)
 
 
 @dataclass
@@ -183,9 +186,10 @@ def install_compiler_wrappers(folder: Path, headers: Path) -> None:
 def compiler_wrappers(folder: Path, headers: Path) -> dict[str, str]:
     """Write the wrappers in `folder` (of the build cache) through which torch starts its compilers, the c++ one
     with torch's headers precompiled under `headers` (pch.py; the runner may not write there: a compile finds
-    them or compiles without); the environment that points torch at them ({} where they cannot be written: the
-    compilers then run as torch starts them). The judge writes them and hands the environment to the
-    candidate's runner, which then only sets it.
+    them or compiles without), the nvcc one with the light torch/extension.h beside it (light.py); the
+    environment that points torch at them ({} where they cannot be written: the compilers then run as torch
+    starts them). The judge writes them and hands the environment to the candidate's runner, which then only
+    sets it.
 
     Every runner does, builds and evaluations alike, with the same wrapper paths, so that an extension
     built in a sweep's build phase is up to date for the evaluation that loads it (ninja rebuilds when a
@@ -198,7 +202,8 @@ def compiler_wrappers(folder: Path, headers: Path) -> dict[str, str]:
         return {}  # the wrappers are sh scripts
     from kbench.extensions import import_extension_builder  # only here: the wrappers must not load torch
 
-    cuda_home = import_extension_builder().CUDA_HOME
+    builder = import_extension_builder()
+    cuda_home = builder.CUDA_HOME
 
     real = {"c++": os.environ.get("CXX", "c++")}
     nvcc = os.environ.get("PYTORCH_NVCC") or (os.path.join(cuda_home, "bin", "nvcc") if cuda_home else "")
@@ -207,23 +212,26 @@ def compiler_wrappers(folder: Path, headers: Path) -> dict[str, str]:
     package_parent = str(Path(__file__).resolve().parents[2])
     digest = hashlib.sha256(repr((sys.executable, package_parent, sorted(real.items()))).encode()).hexdigest()[:12]
     wrappers = folder / digest
+    variables = {"c++": {PCH_VARIABLE: str(headers)}, "nvcc": {LIGHT_VARIABLE: str(wrappers / light.FOLDER)}}
     try:
+        if "nvcc" in real:
+            torch_headers = [Path(include) / light.HEADER for include in builder.include_paths()]
+            light.write_light_header(wrappers / light.FOLDER, next((path for path in torch_headers if path.is_file()), None))
         for kind, compiler in real.items():
-            write_wrapper(wrappers / kind, kind, compiler, package_parent,
-                          headers if kind == "c++" else None)
+            write_wrapper(wrappers / kind, kind, compiler, package_parent, variables[kind])
     except OSError:
         return {}  # an unwritable cache: compilers run as torch starts them (a build in it fails on its own)
     return {"CXX": str(wrappers / "c++"), **({"PYTORCH_NVCC": str(wrappers / "nvcc")} if "nvcc" in real else {})}
 
 
 def write_wrapper(path: Path, kind: str, compiler: str, package_parent: str,
-                  pch_root: Path | None = None) -> None:
-    """A script that runs `compiler` (a `kind` compiler: c++ or nvcc) when a slot is free, with torch's
-    headers precompiled in `pch_root` where given."""
-    pch = f'{PCH_VARIABLE}={shlex.quote(str(pch_root))} ' if pch_root else ""
+                  variables: dict[str, str] | None = None) -> None:
+    """A script that runs `compiler` (a `kind` compiler: c++ or nvcc) when a slot is free, with `variables`
+    set (where the precompiled headers or the light header are)."""
+    settings = "".join(f"{name}={shlex.quote(value)} " for name, value in (variables or {}).items())
     text = (f'#!/bin/sh\n# kbench: run {compiler} when a compile slot is free (kbench/extensions/slots.py)\n'
             f'case " $* " in *" -c "*) ;; *) exec {shlex.quote(compiler)} "$@" ;; esac  # no compile: no Python\n'
-            f'{pch}PYTHONPATH={shlex.quote(package_parent)}${{PYTHONPATH:+:$PYTHONPATH}} '
+            f'{settings}PYTHONPATH={shlex.quote(package_parent)}${{PYTHONPATH:+:$PYTHONPATH}} '
             f'exec {shlex.quote(sys.executable)} -m kbench.extensions.slots {kind} {shlex.quote(compiler)} "$@"\n')
     if path.is_file() and path.read_text() == text:
         return
@@ -237,7 +245,8 @@ def write_wrapper(path: Path, kind: str, compiler: str, package_parent: str,
 def run_compiler(kind: str, compiler: str, arguments: list[str]) -> None:
     """The wrappers' entry point: in a build worker of a sweep, a compile (`-c`) waits for a slot; then
     this process becomes the real compiler, with the same arguments and, for a C++ file that starts with
-    torch's headers, their precompiled form (pch.py)."""
+    torch's headers, their precompiled form (pch.py); a CUDA file is first compiled with the light
+    torch/extension.h where it includes that header (light.py)."""
     if "-c" in arguments and SLOTS_VARIABLE in os.environ:
         slot = _wait_for_slot(kind)
         if slot is not None:
@@ -245,6 +254,9 @@ def run_compiler(kind: str, compiler: str, arguments: list[str]) -> None:
     if "-c" in arguments and os.environ.get(PCH_VARIABLE):
         from kbench.extensions import pch
         arguments = pch.arguments_with_header(compiler, arguments, Path(os.environ[PCH_VARIABLE]))
+    if "-c" in arguments and os.environ.get(LIGHT_VARIABLE):
+        if light.compiled_light(compiler, arguments, Path(os.environ[LIGHT_VARIABLE])):
+            sys.exit(0)
     os.execvp(compiler, [compiler, *arguments])
 
 
