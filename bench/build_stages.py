@@ -95,6 +95,8 @@ def nvcc_stages(arguments: list[str], folder: Path, scratch: Path) -> dict[str, 
         if _ and " " not in name:  # an assignment nvcc makes for the steps after it
             environment[name] = os.path.expandvars(value)
             continue
+        if step.startswith("--"):  # nvcc's own work between steps ("-- Filter Dependencies --")
+            continue
         program = Path(shlex.split(step)[0]).name
         if program in ("gcc", "g++", "c++", "cc"):
             stage = "preprocess (gcc -E)" if " -E " in f" {step} " else "host compile (gcc)"
