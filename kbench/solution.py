@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 from dataclasses import dataclass
@@ -43,6 +44,22 @@ class Solution:
     @property
     def builds_extension(self) -> bool:
         return bool(BUILDS_EXTENSION.search(self.source))
+
+    @property
+    def declared_cflags(self) -> list[list[str]]:
+        """The `extra_cflags` of each call in the source that passes them as a literal list of strings (a
+        source that does not parse has none)."""
+        try:
+            tree = ast.parse(self.source)
+        except (SyntaxError, ValueError):
+            return []
+        found = []
+        for node in ast.walk(tree):
+            for keyword in node.keywords if isinstance(node, ast.Call) else ():
+                if keyword.arg == "extra_cflags" and isinstance(keyword.value, (ast.List, ast.Tuple)) and all(
+                        isinstance(item, ast.Constant) and isinstance(item.value, str) for item in keyword.value.elts):
+                    found.append([item.value for item in keyword.value.elts])
+        return found
 
 
 class PairingError(LookupError):

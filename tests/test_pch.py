@@ -123,3 +123,37 @@ def test_real_fixture_builds_precompile_torch_headers(cpu_config):
     assert primer.marker(cpu_config.cache_dir, False, []).exists()
     assert primer.marker(cpu_config.cache_dir, False, ["-O3"]).exists()
     assert len(list(cpu_config.cache_dir.glob(f"pch/*/*/{pch.PRECOMPILED}"))) >= 2  # one per flag set
+
+
+@pytest.mark.parametrize("cflags, primed", [
+    ([""], []), ([], []), (["-O3"], ["-O3"]), (["-O2", "-DNDEBUG", "-std=c++17", "-Wall", "-ffast-math"],
+                                                 ["-O2", "-DNDEBUG", "-std=c++17", "-Wall", "-ffast-math"]),
+    (["-O3", "-march=native", " "], ["-O3", "-march=native"]),
+    (["-fplugin=./evil.so"], None), (["-Wp,-include,/tmp/evil.h"], None), (["-O3", "-include", "x.h"], None),
+    (["@flags.txt"], None), (["-B/tmp/evil/"], None), (["-Wl,--wrap=malloc"], None), (["-specs=x"], None),
+    (["-DX=$(touch /tmp/pwned)"], None)])
+def test_only_allow_listed_flag_sets_are_primed(cflags, primed):
+    """The primer compiles torch's headers unconfined: a candidate's flags reach it only when none of them
+    could make the compiler read or run a file of the candidate's."""
+    from kbench.extensions import primer
+    assert primer.primable(cflags) == primed
+
+
+def test_a_sweep_primes_the_flag_sets_its_candidates_write(tmp_path):
+    """torch's defaults for each kind, then the primable extra_cflags the solutions pass, the most used first."""
+    from kbench.schedule.scheduler import flag_sets_to_prime
+    from kbench.solution import Solution
+    sources = {
+        "a.py": 'load_inline(name="a", cpp_sources=s, extra_cflags=["-O3"])\n',
+        "b.py": 'load_inline(name="b", cpp_sources=s, extra_cflags=["-O3"], extra_ldflags=[""])\n',
+        "c.py": 'load_inline(name="c", cpp_sources=s, extra_cflags=["-O2", "-fplugin=evil.so"])\n',
+        "d.py": 'load_inline(name="d", cpp_sources=s, extra_cflags=[""], cuda_sources=k)\n',
+        "e.py": 'load_inline(name="e", cpp_sources=s, extra_cflags=["-O2"])\nflags = f(\n',  # does not parse
+        "f.py": 'flags = ["-O1"]\nload_inline(name="f", cpp_sources=s, extra_cflags=flags)\n',  # not a literal
+        "g.py": 'load_inline(name="g", cpp_sources=s, extra_cflags=("-O2",))\n',
+    }
+    solutions = []
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text)
+        solutions.append(Solution.read(tmp_path / name))
+    assert flag_sets_to_prime(solutions) == [(False, []), (False, ["-O3"]), (False, ["-O2"]), (True, [])]

@@ -11,6 +11,12 @@ run here: a compile with them does without.
     python -m kbench.extensions.primer CACHE_DIR [--cuda] [--cflags '["-O2"]']
 
 A marker in the headers' folder says a flag set was primed (or failed to be), so a cache is primed once.
+
+A sweep primes torch's default flags and the `extra_cflags` its candidates write (`-O3` is common), where every
+one of those flags is on an allow list (primable): flags that only choose optimisation, warnings, the language
+standard, code-generation switches and macros. A flag that could make this unconfined process read or run a
+file of the candidate's (a plugin, a response file, `-Wp,`/`-Wl,`, `-include`, `-B`) keeps a flag set out: its
+compiles do without.
 """
 
 from __future__ import annotations
@@ -19,9 +25,21 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
+
+
+_SAFE_FLAG = re.compile(r"-O[0-3sgz]?|-Ofast|-g[0-3]?|-w|-pthread|-std=(c|gnu)\+\+\w+|-W(?![lpa],)[\w-]+"
+                        r"|-f(?!plugin)[\w-]+|-m(arch|tune)=[\w-]+|-D\w+(=[\w.+-]*)?|-U\w+")
+
+
+def primable(cflags: list[str]) -> list[str] | None:
+    """`cflags` as the compile command has them (empty words vanish in torch's build file), when the primer
+    may precompile torch's headers with them; None when any flag is not on the allow list."""
+    flags = [flag for flag in cflags if flag.strip()]
+    return flags if all(_SAFE_FLAG.fullmatch(flag) for flag in flags) else None
 
 
 def headers_root(cache_dir: Path) -> Path:

@@ -216,7 +216,8 @@ def compiler_wrappers(folder: Path, headers: Path) -> dict[str, str]:
     try:
         if "nvcc" in real:
             torch_headers = [Path(include) / light.HEADER for include in builder.include_paths()]
-            light.write_light_header(wrappers / light.FOLDER, next((path for path in torch_headers if path.is_file()), None))
+            torch_header = next((path for path in torch_headers if path.is_file()), None)
+            light.write_light_header(wrappers / light.FOLDER, torch_header)
         for kind, compiler in real.items():
             write_wrapper(wrappers / kind, kind, compiler, package_parent, variables[kind])
     except OSError:

@@ -76,22 +76,22 @@ class LocalExecutor:
         none compiles without. Once per build cache and flag set."""
         on_gpus = any(device.startswith("cuda") for device in devices)
         solutions = [_read(solution) for _, solution in pairs]
-        building = [solution for solution in solutions if solution is not None and solution.builds_extension]
-        variants = {solution.needs_cuda for solution in building if on_gpus or not solution.needs_cuda}
+        building = [solution for solution in solutions if solution is not None and solution.builds_extension
+                    and (on_gpus or not solution.needs_cuda)]
         started = []
-        for cuda in sorted(variants):
-            done = primer.marker(config.cache_dir, cuda, [])
+        for cuda, cflags in flag_sets_to_prime(building):
+            done = primer.marker(config.cache_dir, cuda, cflags)
             with _PRIMING_LOCK:
                 if done.exists() or done in _PRIMING:
                     continue
                 _PRIMING.add(done)
-            log = config.cache_dir / "logs" / f"primer-{'cuda' if cuda else 'cpu'}.log"
+            log = config.cache_dir / "logs" / f"primer-{done.name}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
 
-            def run(cuda=cuda, done=done, log=log):
+            def run(cuda=cuda, cflags=cflags, done=done, log=log):
                 try:
                     worker_pool().run_helper("kbench.extensions.primer",
-                                             primer.arguments(config.cache_dir, cuda), log)
+                                             primer.arguments(config.cache_dir, cuda, cflags), log)
                 except PoolClosed:
                     pass  # kbench is exiting
                 finally:
@@ -182,10 +182,32 @@ def _available_memory() -> int | None:
 # CPU priority of builds (and their compilers), as niceness (Linux: 0 default, 19 lowest): evaluations
 # time CPU-side launch work and must not wait behind compilers.
 BUILD_NICE = 10
+# Flag sets of candidates' own primed per kind (C++, CUDA) in a sweep, besides torch's defaults: each is a
+# precompiled header of most of a gigabyte and a compile of torch's headers.
+PRIMED_FLAG_SETS = 3
 # Builds in flight per compile slot: a build spends seconds starting (its fork, loading the problem and
 # the solution) before its compilers ask for slots, and the slots' order can only favour compilers that
 # are already waiting.
 BUILDS_PER_SLOT = 2
+
+
+def flag_sets_to_prime(solutions: list[Solution]) -> list[tuple[bool, list[str]]]:
+    """(CUDA or not, extra_cflags) for the primer: torch's defaults for each kind the solutions build, then the
+    primable flag sets they write, the most used first, at most PRIMED_FLAG_SETS of them per kind."""
+    sets: dict[tuple[bool, tuple[str, ...]], int] = {}
+    for solution in solutions:
+        sets.setdefault((solution.needs_cuda, ()), 0)
+        for cflags in solution.declared_cflags:
+            flags = primer.primable(cflags)
+            if flags:
+                key = (solution.needs_cuda, tuple(flags))
+                sets[key] = sets.get(key, 0) + 1
+    chosen = []
+    for cuda in sorted({cuda for cuda, _ in sets}):
+        written = [flags for kind, flags in sets if kind == cuda and flags]
+        written.sort(key=lambda flags: -sets[cuda, flags])
+        chosen += [(cuda, [])] + [(cuda, list(flags)) for flags in written[:PRIMED_FLAG_SETS]]
+    return chosen
 
 
 def build_order(pairs: list[Pair]) -> list[int]:
