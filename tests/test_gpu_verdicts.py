@@ -25,7 +25,21 @@ PAIRS = {
     "oob_at_other_sizes.py": PROBLEMS / "axpy.py",
     "breaks_context_in_trials.py": PROBLEMS / "axpy.py",
     "double_accumulation.py": PROBLEMS / "cancellation.py",
+    "bindings_in_the_cuda_file.py": PROBLEMS / "axpy.py",
 }
+
+
+def test_a_cuda_file_that_needs_torch_s_whole_header_builds_with_it_and_the_others_build_light(results):
+    """kbench/extensions/light.py on real builds: the file with its own bindings fails the light compile and is
+    compiled as torch would; a file that needs only torch/types.h says nothing of it (the session built every
+    CUDA fixture in gpu_cache_dir)."""
+    result = results["bindings_in_the_cuda_file.py"]
+    assert result.status == Status.CORRECT, result.message
+    build_logs = {log.name: log.read_text(errors="replace") for log in Path(result.log_path).parent.glob("*.log")}
+    whole = [text for name, text in build_logs.items() if name.startswith("bindings_in_the_cuda_file")]
+    light = [text for name, text in build_logs.items() if name.startswith("double_accumulation")]
+    assert whole and all("uses more of torch than torch/types.h" in text for text in whole), build_logs.keys()
+    assert light and not any("uses more of torch" in text for text in light)
 
 
 @pytest.fixture(scope="module")
