@@ -38,7 +38,8 @@ def test_a_cuda_file_that_needs_torch_s_whole_header_builds_with_it_and_the_othe
     build_logs = {log.name: log.read_text(errors="replace") for log in Path(result.log_path).parent.glob("*.log")}
     whole = [text for name, text in build_logs.items() if name.startswith("bindings_in_the_cuda_file")]
     light = [text for name, text in build_logs.items() if name.startswith("double_accumulation")]
-    assert whole and all("uses more of torch than torch/types.h" in text for text in whole), build_logs.keys()
+    # each fixture has several logs (its build, a build phase that found it built, its evaluation): one says so
+    assert any("uses more of torch than torch/types.h" in text for text in whole), build_logs.keys()
     assert light and not any("uses more of torch" in text for text in light)
 
 
