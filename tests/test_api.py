@@ -89,7 +89,7 @@ def test_source_strings_and_paths_judge_alike(tmp_path):
 
 
 def test_a_batch_streams_in_completion_order_and_no_process_outlives_the_judge(tmp_path):
-    config = quick(tmp_path, timeout_s=15)
+    config = quick(tmp_path, timeout_s=10)
     seen: set[int] = set()
     order, recorded = [], []
     # Two evaluations at a time: the hang takes one slot until its time limit, the others pass it in the second.

@@ -33,7 +33,7 @@ def tree(tmp_path):
 
 
 def test_sweep_survives_crash_and_hang_writes_every_row_and_resumes(tree, cpu_config):
-    args = ["sweep", "--device", "cpu", "--time-budget", "0.2", "--sweep", "2", "--timeout", "20"]
+    args = ["sweep", "--device", "cpu", "--time-budget", "0.2", "--sweep", "2", "--timeout", "10"]
     first = kbench(*args, cwd=tree, cache_dir=cpu_config.cache_dir)
     assert first.returncode == 1, first.stderr
     rows = read_rows(tree / "results" / "results.csv")
@@ -50,7 +50,7 @@ def test_sweep_survives_crash_and_hang_writes_every_row_and_resumes(tree, cpu_co
     assert again.returncode == 0 and "nothing to evaluate" in again.stderr
     assert len(read_rows(tree / "results" / "results.csv")) == len(rows)
 
-    failed = kbench(*args[:-2], "--timeout", "10", "--only-failed", "--filter", "axp*", "--json", cwd=tree,
+    failed = kbench(*args[:-2], "--timeout", "6", "--only-failed", "--filter", "axp*", "--json", cwd=tree,
                     cache_dir=cpu_config.cache_dir)
     rerun = sorted(row["solution"].split("/")[-1] for row in json.loads(failed.stdout))
     assert rerun == ["infinite_loop.py", "segfault.py", "syntax_error.py", "wrong_shape.py"]

@@ -3,10 +3,9 @@
 Precompiled headers (pch.py) are loaded by every later C++ compile in a build cache, so no candidate may write
 them: a candidate's runner cannot (limits.confine), and a compile it starts finds them or compiles without. This
 module makes them, in a process of kbench's own that runs no candidate code: it builds a one-function extension
-through the same compiler wrappers a candidate's build runs, with torch's default flags (and, where torch has
-CUDA, with CUDA's headers on the path, as a CUDA candidate's bindings file is compiled); the wrapper then
-precompiles torch's headers for the command torch gave it. Extra flags a candidate passes are its own and never
-run here: a compile with them does without.
+through the same compiler wrappers a candidate's build runs, with a flag set's `extra_cflags` (and, where torch
+has CUDA, with CUDA's headers on the path, as a CUDA candidate's bindings file is compiled); the wrapper then
+precompiles torch's headers for the command torch gave it.
 
     python -m kbench.extensions.primer CACHE_DIR [--cuda] [--cflags '["-O2"]']
 
