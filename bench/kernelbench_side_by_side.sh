@@ -8,11 +8,15 @@
 # and carries .device and .whl: the evaluator imports pydantic, which the GPU machine lacks and cannot download,
 # so .whl holds pydantic and its four dependencies as cp312 manylinux wheels (the evaluator's README has the
 # `pip download` line; one version of each).
-# Usage: OUT=/some/dir [CODE=/a/tree/with/kbench] [KB_TIMEOUT=300] [KBENCH_ARGS=...] \
+# Usage: OUT=/some/dir [CODE=/a/tree/with/kbench] [KB_TIMEOUT=300] [KBENCH_ARGS=...] [SIDES=both] \
 #            bash bench/kernelbench_side_by_side.sh [RUN [N]]
 #   RUN: a run folder, relative to the repo root (default .device/kb/deepseek_v4_pro_l1); N (default 16): its
 #   first N files in order of problem id that KernelBench compiled, as its eval_results.json says. CODE: the
-#   kbench tree timed (default this one). KB_TIMEOUT: seconds per KernelBench process, build or eval.
+#   kbench tree timed (default this one). KB_TIMEOUT: seconds per KernelBench process, build or eval. SIDES:
+#   both (default), kbench or kernelbench: KernelBench's side takes 8 to 9 minutes for 16 files on an H100 or an
+#   H200 machine, so with a device call's 10-minute limit run the sides as two calls, on the same machine while
+#   it is held (each side starts from empty build folders either way), and put both calls' outputs in one folder:
+#   `python3 bench/kernelbench_side_by_side.py table FOLDER` reads both.
 # KernelBench runs as its scripts/eval_from_generations.py does: a CPU build pass, one process per file, as many
 # at once as there are cores; then one fresh process per file on the GPU, one after another. A file whose
 # process crashes or runs past KB_TIMEOUT still gets a row. kbench runs `kbench sweep` with a fresh cache
@@ -49,6 +53,7 @@ python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.cud
 # kbench first: the shorter side, so that its numbers come back even if KernelBench's run past the call's limit.
 # `python -m` puts the working directory first on sys.path: run it in CODE. KBENCH_ARGS (default --gpus 1: device
 # 0 alone, as KernelBench's side) adds to or replaces its options.
+if [ "${SIDES:-both}" != kernelbench ]; then
 rm -f "$OUT/kbench.csv"  # kbench appends: an earlier call's rows must not stand in for this one's
 start=$(date +%s.%N)
 (cd "$CODE" && KBENCH_CACHE_DIR=$WORK/kbench-cache PYTHONPATH=$CODE:$ROOT/.device/site python3 -m kbench sweep \
@@ -58,8 +63,9 @@ status=$?
 awk -v start="$start" -v end="$(date +%s.%N)" -v status=$status \
     'BEGIN { printf "{\"wall_s\": %.2f, \"exit\": %d}\n", end - start, status }' > "$OUT/kbench_time.json"
 tail -3 "$OUT/kbench.txt"
+fi
 
-helper kernelbench "$OUT" --evaluator "$KB/evaluator" --problems "$KB" --site /tmp/site --work "$WORK/kernelbench" \
+[ "${SIDES:-both}" != kbench ] && helper kernelbench "$OUT" --evaluator "$KB/evaluator" --problems "$KB" --site /tmp/site --work "$WORK/kernelbench" \
     --timeout "${KB_TIMEOUT:-300}"
 helper table "$OUT" | tee "$OUT/side_by_side.txt"
 rm -rf "$WORK"

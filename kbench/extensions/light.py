@@ -10,7 +10,10 @@ So the nvcc wrapper (slots.py) first compiles a .cu file that includes `torch/ex
 on the include path whose `torch/extension.h` includes `torch/types.h` alone. Everything the file uses is then
 declared by the same headers of torch as before, and the code nvcc writes for it is the same
 (bench/build_stages.py compares each kernel's SASS and each host function both ways). A file that uses more
-fails that compile; it is then compiled as torch starts it, and only that compile's output is shown.
+fails that compile; it is then compiled as torch starts it, and only that compile's output is shown. The one
+way the two can part: a file whose own names clash with names only the whole header declares (say, a global
+`save` called unqualified under `using namespace torch`) compiles light where torch's own compile would fail;
+kbench judges what it built.
 
 The folder is written by the judge beside the wrappers (slots.compiler_wrappers), where no runner may write.
 This module imports no torch: every compiler start runs it.
