@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
         if not build_only:
             _warm_up(device)
     else:
-        _import_ahead()
+        _import_ahead(for_build=build_only)
     wire.send(replies, {"event": "ready"})
     runner = Runner(device, replies, warm=not build_only)  # a build needs no CUDA context: dozens at once fill a GPU
     while True:
@@ -66,10 +66,14 @@ def main(argv: list[str]) -> int:
         wire.send(replies, reply)
 
 
-def _import_ahead() -> None:
-    """What the candidate's runner imports before its job comes (about a second, the profiler's part): imports
-    start no thread (a thread found running when it confines itself is named in a note: limits.confine)."""
+def _import_ahead(for_build: bool) -> None:
+    """What the candidate's runner imports before its job comes (about a second, the profiler's part; a build's
+    runner, which never records ops nor profiles, only the extension builder: a sweep starts dozens of builds
+    at once): imports start no thread (a thread found running when it confines itself is named in a note:
+    limits.confine)."""
     import_extension_builder()  # the candidate's build needs it
+    if for_build:
+        return
     from kbench.judge.guards import import_op_recording
     from kbench.runner import kernels  # noqa: F401
     import_op_recording()
