@@ -6,8 +6,8 @@ Default pair: the README's C++ swish solution. Each round builds the solution co
 torch's way is a fresh Python importing the solution with an empty TORCH_EXTENSIONS_DIR (the time inside
 the import, torch already loaded); kbench's way is `kbench eval`'s build phase in a fresh build cache where
 torch's headers were precompiled before for the solution's flags (kbench/extensions/primer.py; its time is
-printed too: a sweep prepares it once per build cache for the default flags; a candidate passing others, as the
-default pair's -O3, compiles without it in a sweep). Prints the medians and their ratio.
+printed too: a sweep prepares it once per build cache for the default flags and for the allow-listed flags its
+candidates pass, as the default pair's -O3). Prints the medians and their ratio.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 from kbench.config import RunConfig
 from kbench.extensions import primer
 from kbench.schedule.scheduler import LocalExecutor
+from kbench.solution import Solution
 
 REPO = Path(__file__).resolve().parent.parent
 SWISH = (REPO / "examples" / "solutions" / "swish" / "cpp.py", REPO / "examples" / "problems" / "swish.py")
@@ -54,9 +55,13 @@ def main() -> None:
     parser.add_argument("solution", type=Path, nargs="?", default=SWISH[0])
     parser.add_argument("problem", type=Path, nargs="?", default=SWISH[1])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--cflags", nargs="*", default=["-O3"],
-                        help="the extra_cflags the solution passes (the precompiled header is made per flag set)")
+    parser.add_argument("--cflags", nargs="*", default=None,
+                        help="the extra_cflags the precompiled header is made for [default: those the solution "
+                             "passes, as a sweep primes them]")
     arguments = parser.parse_args()
+    if arguments.cflags is None:
+        declared = Solution.read(arguments.solution).declared_cflags
+        arguments.cflags = primer.primable(declared[0]) if declared else []
     torch_times, kbench_times = [], []
     with tempfile.TemporaryDirectory(prefix="kbench-build-cost-") as scratch:
         for round_index in range(arguments.rounds):
