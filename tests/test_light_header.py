@@ -41,7 +41,7 @@ def compile_cuda(tree: Path, source_text: str, output: str = "cuda.o", wrapper: 
     command = [str(tree / "nvcc") if wrapper else NVCC, "-isystem", str(tree / "include"),
                "--generate-dependencies-with-compile", "--dependency-output", str(tree / f"{output}.d"),
                "-c", str(source), "-o", str(tree / output)]
-    return subprocess.run(command, capture_output=True, text=True, env={**slots.os.environ})
+    return subprocess.run(command, capture_output=True, text=True)
 
 
 def headers_read(tree: Path, output: str = "cuda.o") -> str:
