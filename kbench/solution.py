@@ -48,10 +48,10 @@ class Solution:
     @property
     def declared_cflags(self) -> list[list[str]]:
         """The `extra_cflags` of each call in the source that passes them as a literal list of strings (a
-        source that does not parse has none)."""
+        source that does not parse, or is too deep for Python's parser, has none)."""
         try:
             tree = ast.parse(self.source)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
         found = []
         for node in ast.walk(tree):

@@ -151,6 +151,7 @@ def test_a_sweep_primes_the_flag_sets_its_candidates_write(tmp_path):
         "e.py": 'load_inline(name="e", cpp_sources=s, extra_cflags=["-O2"])\nflags = f(\n',  # does not parse
         "f.py": 'flags = ["-O1"]\nload_inline(name="f", cpp_sources=s, extra_cflags=flags)\n',  # not a literal
         "g.py": 'load_inline(name="g", cpp_sources=s, extra_cflags=("-O2",))\n',
+        "h.py": "x = " + "-" * 200000 + "1\nload_inline(extra_cflags=['-O1'])\n",  # too deep for the parser
     }
     solutions = []
     for name, text in sources.items():
