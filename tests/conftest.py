@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -65,30 +64,17 @@ def _cpu_config(cache_dir: Path) -> RunConfig:
 
 def build_cpp_fixtures(cache_dir: str) -> None:
     """Build every C++ fixture into `cache_dir`, all cores at once (the same build phase `kbench eval` runs),
-    after torch's headers were precompiled for each set of compiler flags they pass (kbench/extensions/primer.py:
-    what kbench prepares once per build cache for the default flags; the fixtures are ours, so their flags too).
-    Run in a process of its own (cpp_fixture_builds)."""
-    import json
-    import subprocess
-    import sys
+    after torch's headers were precompiled for each set of compiler flags they pass (kbench/extensions/primer.py,
+    as a sweep primes its candidates' flags). Run in a process of its own (cpp_fixture_builds)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kbench.extensions import primer
     from kbench.schedule.scheduler import LocalExecutor
 
     config = _cpu_config(Path(cache_dir))
     executor = LocalExecutor()
-    flag_sets = sorted({_cflags(solution) for _, solution in CPP_FIXTURES} - {"[]"})  # kbench primes the default
-
-    def prime(flags: str) -> None:
-        subprocess.run([sys.executable, "-m", "kbench.extensions.primer",
-                        *primer.arguments(config.cache_dir, False, json.loads(flags))],
-                       env=dict(os.environ, PYTHONPATH=str(REPO)), check=True, capture_output=True)
+    for thread in executor.prime_headers(CPP_FIXTURES, config, ["cpu"]):  # as every sweep does
+        thread.join()
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        primers = executor.prime_headers(CPP_FIXTURES, config, ["cpu"])  # as every sweep does
-        list(pool.map(prime, flag_sets))
-        for thread in primers:
-            thread.join()
         list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), CPP_FIXTURES))
 
 
@@ -200,12 +186,6 @@ def cpu_config(cache_dir, cpp_fixture_builds) -> RunConfig:
     by then (build_cpp_fixtures)."""
     cpp_fixture_builds.wait()
     return _cpu_config(cache_dir)
-
-
-def _cflags(solution: Path) -> str:
-    """The extra_cflags a fixture passes, as written (fixtures pass one literal list or none)."""
-    found = re.search(r"extra_cflags\s*=\s*(\[[^\]]*\])", solution.read_text())
-    return found.group(1).replace("'", '"') if found else "[]"
 
 
 def sharing_precompiled_headers(cache: Path, session_cache: Path) -> Path:
