@@ -1,21 +1,23 @@
-"""A CUDA file's `torch/extension.h`, cut to `torch/types.h` where the file needs no more.
+"""A cut `torch/extension.h`, for a CUDA file that needs only `torch/types.h` and a C++ file that needs only that and
+the Python bindings.
 
-nvcc reads a .cu file's headers three times (cicc for the device code, cudafe++ and the host compiler for the
-host code), and `torch/extension.h` is all of libtorch's C++ API and pybind11: most of a generated CUDA file's
-build. A device file rarely uses more than `torch/types.h` (tensors, ATen's ops, TORCH_CHECK, AT_DISPATCH),
-which torch's own documentation names for CUDA files; the Python bindings that load_inline writes are in the
-C++ file, which keeps the whole header (precompiled: pch.py).
+`torch/extension.h` is all of libtorch's C++ API and pybind11, and every generated file includes it: reading it is
+most of a build. nvcc reads a .cu file's headers three times (cicc for the device code, cudafe++ and the host
+compiler for the host code), and a device file rarely uses more than `torch/types.h` (tensors, ATen's ops,
+TORCH_CHECK, AT_DISPATCH), which torch's own documentation names for CUDA files. The C++ file that load_inline
+writes (the candidate's `cpp_sources` and the `PYBIND11_MODULE` that binds its functions) mostly needs the same
+plus torch's pybind11 casters (`torch/csrc/utils/pybind.h`) and `torch::wrap_pybind_function`.
 
-So the nvcc wrapper (slots.py) first compiles a .cu file that includes `torch/extension.h` with a folder ahead
-on the include path whose `torch/extension.h` includes `torch/types.h` alone. Everything the file uses is then
-declared by the same headers of torch as before, and the code nvcc writes for it is the same
-(bench/build_stages.py compares each kernel's SASS and each host function both ways). A file that uses more
-fails that compile; it is then compiled as torch starts it, and only that compile's output is shown. The one
-way the two can part: a file whose own names clash with names only the whole header declares (say, a global
-`save` called unqualified under `using namespace torch`) compiles light where torch's own compile would fail;
-kbench judges what it built.
+So the compiler wrappers (slots.py) first compile a file that includes `torch/extension.h` with a folder ahead on
+the include path whose `torch/extension.h` includes those headers alone (for C++ files, precompiled: pch.py).
+Everything the file uses is then declared by the same headers of torch as before, and the code the compiler
+writes for it is the same (bench/build_stages.py compares each kernel's SASS and each host function both ways;
+tests/test_light_header.py the objects of small files). A file that uses more fails that compile; it is then
+compiled as torch starts it, and only that compile's output is shown. The one way the two can part: a file whose
+own names clash with names only the whole header declares (say, a global `save` called unqualified under `using
+namespace torch`) compiles light where torch's own compile would fail; kbench judges what it built.
 
-The folder is written by the judge beside the wrappers (slots.compiler_wrappers), where no runner may write.
+The folders are written by the judge beside the wrappers (slots.compiler_wrappers), where no runner may write.
 This module imports no torch: every compiler start runs it.
 """
 
@@ -26,40 +28,59 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 HEADER = "torch/extension.h"
-FOLDER = "light"  # beside the wrappers: the light header's include folder
-LIGHT_TEXT = ("#pragma once\n"
-              "// kbench (kbench/extensions/light.py): torch/extension.h for a CUDA file that needs torch/types.h\n"
-              "// alone. A file that needs more is compiled again, with torch's own.\n"
-              "#include <torch/types.h>\n")
+FOLDER = "light"  # beside the wrappers: a folder per compiler (nvcc, c++), each the include folder of its header
+# What each compiler's light header includes, and how its note names it.
+INCLUDES = {"nvcc": ["torch/types.h"],
+            "c++": ["torch/types.h", "torch/csrc/utils/pybind.h", "torch/csrc/Exceptions.h"]}
+NAMED = {"nvcc": "torch/types.h", "c++": "torch/types.h and its Python bindings"}
+SOURCE_SUFFIXES = {"nvcc": (".cu",), "c++": (".cpp", ".cc", ".cxx", ".C", ".c++")}
 _INCLUDES_HEADER = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]torch/extension\.h[>"]', re.MULTILINE)
 
 
-def write_light_header(folder: Path, torch_header: Path | None) -> None:
-    """The light `torch/extension.h` under `folder`, dated as torch's own (`torch_header`): a compile's
-    dependency list may name it, and ninja rebuilds an object whose inputs are newer than it."""
-    path = folder / HEADER
-    if not (path.is_file() and path.read_text() == LIGHT_TEXT):
+def light_text(kind: str) -> str:
+    return (f"#pragma once\n// kbench (kbench/extensions/light.py): torch/extension.h for a file that needs\n"
+            f"// {NAMED[kind]} alone. A file that needs more is compiled again, with torch's own.\n"
+            + "".join(f"#include <{header}>\n" for header in INCLUDES[kind]))
+
+
+def folder_for(light_root: Path, kind: str) -> Path:
+    """The include folder of `kind`'s light header (nvcc or c++) under the wrappers' light folder."""
+    return light_root / kind
+
+
+def write_light_headers(light_root: Path, torch_header: Path | None) -> None:
+    """Each compiler's light `torch/extension.h` under `light_root`, dated as torch's own (`torch_header`): a
+    compile's dependency list may name it, and ninja rebuilds an object whose inputs are newer than it."""
+    for kind in INCLUDES:
+        _write(folder_for(light_root, kind) / HEADER, light_text(kind), torch_header)
+
+
+def _write(path: Path, text: str, torch_header: Path | None) -> None:
+    if not (path.is_file() and path.read_text() == text):
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".extension.h.{os.getpid()}")
-        temporary.write_text(LIGHT_TEXT)
+        temporary.write_text(text)
         os.replace(temporary, path)  # whole or absent, even with judges writing it at once
     if torch_header is not None and torch_header.is_file():
         times = torch_header.stat()
         os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
 
 
-def compiled_light(compiler: str, arguments: list[str], folder: Path) -> bool:
-    """Compile with the light header first; True when that compile succeeded (its output shown), False when
-    it does not apply or failed (its output dropped: the caller compiles as torch would)."""
-    source = _cuda_source(arguments)
+def compiled_light(kind: str, compiler: str, arguments: list[str], folder: Path,
+                   prepare: Callable[[list[str]], list[str]] = lambda arguments: arguments) -> bool:
+    """Compile with `kind`'s light header (in `folder`) first, its command passed through `prepare` (the
+    precompiled header's, for C++); True when that compile succeeded (its output shown), False when it does not
+    apply or failed (its output dropped: the caller compiles as torch would)."""
+    source = _source(arguments, SOURCE_SUFFIXES[kind])
     if source is None or not (folder / HEADER).is_file() or not _includes_header(source):
         return False
-    completed = subprocess.run([compiler, "-I", str(folder), *arguments], stdout=subprocess.PIPE,
+    completed = subprocess.run([compiler, *prepare(["-I", str(folder), *arguments])], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     if completed.returncode != 0:
-        print(f"kbench: {source.name} uses more of torch than torch/types.h: compiling it with {HEADER}",
+        print(f"kbench: {source.name} uses more of torch than {NAMED[kind]}: compiling it with {HEADER}",
               file=sys.stderr, flush=True)
         return False
     sys.stdout.buffer.write(completed.stdout)
@@ -67,11 +88,12 @@ def compiled_light(compiler: str, arguments: list[str], folder: Path) -> bool:
     return True
 
 
-def _cuda_source(arguments: list[str]) -> Path | None:
-    """The one .cu file a compile-only (`-c`) nvcc command compiles; None for anything else."""
-    if "-c" not in arguments:
+def _source(arguments: list[str], suffixes: tuple[str, ...]) -> Path | None:
+    """The one source file a compile-only (`-c`) command compiles; None for anything else (a language chosen
+    with -x, preprocessing alone)."""
+    if "-c" not in arguments or any(argument.startswith("-x") or argument in ("-E", "-S") for argument in arguments):
         return None
-    sources = [Path(argument) for argument in arguments if argument.endswith(".cu") and Path(argument).is_file()]
+    sources = [Path(argument) for argument in arguments if argument.endswith(suffixes) and Path(argument).is_file()]
     return sources[0] if len(sources) == 1 else None
 
 

@@ -42,7 +42,7 @@ from kbench.extensions import light
 SLOTS_VARIABLE = "KBENCH_COMPILE_SLOTS"  # the slot server's socket, in a build worker's environment
 RANK_VARIABLE = "KBENCH_BUILD_RANK"      # the build's place in the sweep's build order (0 first)
 PCH_VARIABLE = "KBENCH_PCH_ROOT"         # in the c++ wrapper: where precompiled torch headers are kept (pch.py)
-LIGHT_VARIABLE = "KBENCH_LIGHT_HEADER"   # in the nvcc wrapper: the folder of the light torch/extension.h (light.py)
+LIGHT_VARIABLE = "KBENCH_LIGHT_HEADER"   # in a wrapper: the folder of its light torch/extension.h (light.py)
 
 
 @dataclass
@@ -184,9 +184,9 @@ def install_compiler_wrappers(folder: Path, headers: Path) -> None:
 
 
 def compiler_wrappers(folder: Path, headers: Path) -> dict[str, str]:
-    """Write the wrappers in `folder` (of the build cache) through which torch starts its compilers, the c++ one
-    with torch's headers precompiled under `headers` (pch.py; the runner may not write there: a compile finds
-    them or compiles without), the nvcc one with the light torch/extension.h beside it (light.py); the
+    """Write the wrappers in `folder` (of the build cache) through which torch starts its compilers, each with its
+    light torch/extension.h beside it (light.py), the c++ one with torch's headers precompiled under `headers`
+    (pch.py; the runner may not write there: a compile finds them or compiles without); the
     environment that points torch at them ({} where they cannot be written: the compilers then run as torch
     starts them). The judge writes them and hands the environment to the candidate's runner, which then only
     sets it.
@@ -212,12 +212,12 @@ def compiler_wrappers(folder: Path, headers: Path) -> dict[str, str]:
     package_parent = str(Path(__file__).resolve().parents[2])
     digest = hashlib.sha256(repr((sys.executable, package_parent, sorted(real.items()))).encode()).hexdigest()[:12]
     wrappers = folder / digest
-    variables = {"c++": {PCH_VARIABLE: str(headers)}, "nvcc": {LIGHT_VARIABLE: str(wrappers / light.FOLDER)}}
+    light_root = wrappers / light.FOLDER
+    variables = {kind: {LIGHT_VARIABLE: str(light.folder_for(light_root, kind))} for kind in real}
+    variables["c++"][PCH_VARIABLE] = str(headers)
     try:
-        if "nvcc" in real:
-            torch_headers = [Path(include) / light.HEADER for include in builder.include_paths()]
-            torch_header = next((path for path in torch_headers if path.is_file()), None)
-            light.write_light_header(wrappers / light.FOLDER, torch_header)
+        torch_headers = [Path(include) / light.HEADER for include in builder.include_paths()]
+        light.write_light_headers(light_root, next((path for path in torch_headers if path.is_file()), None))
         for kind, compiler in real.items():
             write_wrapper(wrappers / kind, kind, compiler, package_parent, variables[kind])
     except OSError:
@@ -244,21 +244,29 @@ def write_wrapper(path: Path, kind: str, compiler: str, package_parent: str,
 
 
 def run_compiler(kind: str, compiler: str, arguments: list[str]) -> None:
-    """The wrappers' entry point: in a build worker of a sweep, a compile (`-c`) waits for a slot; then
-    this process becomes the real compiler, with the same arguments and, for a C++ file that starts with
-    torch's headers, their precompiled form (pch.py); a CUDA file is first compiled with the light
-    torch/extension.h where it includes that header (light.py)."""
+    """The wrappers' entry point: in a build worker of a sweep, a compile (`-c`) waits for a slot; then a file
+    that includes torch/extension.h is first compiled with the light header (light.py); where that does not
+    apply or fails, this process becomes the real compiler, with the same arguments. A C++ compile of a file
+    that starts with torch's header gets that header precompiled (pch.py), light or whole."""
     if "-c" in arguments and SLOTS_VARIABLE in os.environ:
         slot = _wait_for_slot(kind)
         if slot is not None:
             os.set_inheritable(slot.fileno(), True)  # held by the compiler and its children until they exit
-    if "-c" in arguments and os.environ.get(PCH_VARIABLE):
-        from kbench.extensions import pch
-        arguments = pch.arguments_with_header(compiler, arguments, Path(os.environ[PCH_VARIABLE]))
+    precompiled = _with_precompiled_header(compiler) if "-c" in arguments else (lambda arguments: arguments)
     if "-c" in arguments and os.environ.get(LIGHT_VARIABLE):
-        if light.compiled_light(compiler, arguments, Path(os.environ[LIGHT_VARIABLE])):
+        if light.compiled_light(kind, compiler, arguments, Path(os.environ[LIGHT_VARIABLE]), precompiled):
             sys.exit(0)
+    arguments = precompiled(arguments)
     os.execvp(compiler, [compiler, *arguments])
+
+
+def _with_precompiled_header(compiler: str):
+    """What puts a precompiled torch header on a C++ compile's include path (pch.py), where this wrapper has one."""
+    root = os.environ.get(PCH_VARIABLE)
+    if not root:
+        return lambda arguments: arguments
+    from kbench.extensions import pch
+    return lambda arguments: pch.arguments_with_header(compiler, arguments, Path(root))
 
 
 def _wait_for_slot(kind: str) -> socket.socket | None:

@@ -183,8 +183,11 @@ def _available_memory() -> int | None:
 # time CPU-side launch work and must not wait behind compilers.
 BUILD_NICE = 10
 # Flag sets of candidates' own primed per kind (C++, CUDA) in a sweep, besides torch's defaults: each is a
-# precompiled header of most of a gigabyte and a compile of torch's headers.
+# precompiled header of half a gigabyte and a compile of torch's headers.
 PRIMED_FLAG_SETS = 3
+# A flag set of candidates' own is primed when at least this many of the run's builds write it: priming costs more
+# CPU than one build saves with it (docs/benchmarks.md).
+PRIMED_MIN_BUILDS = 2
 # Builds in flight per compile slot: a build spends seconds starting (its fork, loading the problem and
 # the solution) before its compilers ask for slots, and the slots' order can only favour compilers that
 # are already waiting.
@@ -193,7 +196,8 @@ BUILDS_PER_SLOT = 2
 
 def flag_sets_to_prime(solutions: list[Solution]) -> list[tuple[bool, list[str]]]:
     """(CUDA or not, extra_cflags) for the primer: torch's defaults for each kind the solutions build, then the
-    primable flag sets they write, the most used first, at most PRIMED_FLAG_SETS of them per kind."""
+    primable flag sets at least PRIMED_MIN_BUILDS of them write, the most used first, at most PRIMED_FLAG_SETS of
+    them per kind."""
     sets: dict[tuple[bool, tuple[str, ...]], int] = {}
     for solution in solutions:
         sets.setdefault((solution.needs_cuda, ()), 0)
@@ -204,7 +208,7 @@ def flag_sets_to_prime(solutions: list[Solution]) -> list[tuple[bool, list[str]]
                 sets[key] = sets.get(key, 0) + 1
     chosen = []
     for cuda in sorted({cuda for cuda, _ in sets}):
-        written = [flags for kind, flags in sets if kind == cuda and flags]
+        written = [flags for kind, flags in sets if kind == cuda and flags and sets[kind, flags] >= PRIMED_MIN_BUILDS]
         written.sort(key=lambda flags: -sets[cuda, flags])
         chosen += [(cuda, [])] + [(cuda, list(flags)) for flags in written[:PRIMED_FLAG_SETS]]
     return chosen
