@@ -5,7 +5,8 @@ compiler wrapper (slots.py) hands each C++ compile here first: for a source whos
 `torch/extension.h`, a precompiled header of it is built once for the command's flags and put on the
 include path ahead of torch's own headers (with a one-line header beside it that goes on to torch's own).
 g++ then loads it instead of parsing, and the object it writes is the one the plain compile writes
-(tests/test_pch.py compares the disassembly).
+(tests/test_pch.py compares the disassembly). Where the c++ wrapper compiles a file with the light
+torch/extension.h first on the include path (light.py), that light header is the one precompiled.
 
 Sound by construction: the header is keyed by the compiler binary, the header file and every flag of the
 command except the ones g++ ignores for a precompiled header's validity (the object and dependency file
