@@ -7,14 +7,15 @@ kbench's primer precompiles torch's headers into a cold cache, then every soluti
 (`--jobs` at once), so that its build folders exist. Then every command of each extension's build is run again,
 one at a time per extension (`--jobs` extensions at once), timed as CPU seconds (user + system of the command
 and its children):
-- the C++ bindings file with torch's headers parsed (torch's way) and precompiled (kbench's: pch.py);
+- the C++ bindings file with torch's headers parsed (torch's way) and through kbench's c++ wrapper (the light
+  header, precompiled: light.py, pch.py);
 - the CUDA file with torch/extension.h (torch's way) and with the light header (kbench's: light.py), nvcc's
   steps one by one (from `nvcc --dryrun`: the preprocessor passes, cicc, ptxas, fatbinary, cudafe++ and the host
   compile); where the light compile fails, what it cost before the file was compiled torch's way;
 - the link.
 Both CUDA objects are compared: every kernel's SASS (cuobjdump) and every host function both define (objdump,
-addresses blanked). Prints one row per stage (files, median and total CPU seconds), each build's total both
-ways, and the comparison.
+addresses blanked); so are both bindings objects' functions. Prints one row per stage (files, median and total
+CPU seconds), each build's total both ways, and the comparisons.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ class Extension:
     light_failed: bool = False
     same_sass: bool | None = None
     host_functions: tuple[int, int, int] = (0, 0, 0)  # same, different, defined by one object only
-    different: list[str] = field(default_factory=list)  # host functions both define that differ (mangled)
+    bindings_functions: tuple[int, int, int] = (0, 0, 0)  # the same, of the bindings objects
+    different: list[str] = field(default_factory=list)  # functions both define that differ (mangled)
     note: str = ""
 
 
@@ -140,6 +142,9 @@ def host_functions(path: Path) -> dict[str, str]:
         elif name and line.strip() and not line.startswith("Disassembly of section"):
             instruction = re.sub(r"^\s*[0-9a-f]+:\s*", "", line)
             instruction = re.sub(r"\b[0-9a-f]+ <", "# <", instruction)  # a call's or jump's target address
+            # A target outside this function is a relocation's (the next line names it); objdump annotates the
+            # unrelocated address with whatever symbol lies nearest, which the two objects place apart.
+            instruction = re.sub(r"<(?!" + re.escape(name) + r"[+>])[^>]*>", "<#>", instruction)
             # where in a section a relocation points (strings, local functions): laid out apart
             functions[name].append(re.sub(r"(\s\.[\w.$]*)[+-]0x[0-9a-f]+", r"\1+#", instruction))
     return {name: "\n".join(lines) for name, lines in functions.items()}
@@ -148,18 +153,23 @@ def host_functions(path: Path) -> dict[str, str]:
 def compare(extension: Extension, full: Path, lighter: Path) -> None:
     full_sass, light_sass = sass(full), sass(lighter)
     extension.same_sass = None if full_sass is None else full_sass == light_sass
+    extension.host_functions = compare_functions(extension, full, lighter)
+
+
+def compare_functions(extension: Extension, full: Path, lighter: Path) -> tuple[int, int, int]:
+    """(functions both objects define alike, differently, functions one defines); the differing ones noted."""
     full_host, light_host = host_functions(full), host_functions(lighter)
     common = full_host.keys() & light_host.keys()
-    extension.different = sorted(name for name in common if full_host[name] != light_host[name])
-    extension.host_functions = (len(common) - len(extension.different), len(extension.different),
-                                len(full_host.keys() ^ light_host.keys()))
+    different = sorted(name for name in common if full_host[name] != light_host[name])
+    extension.different += different
+    return len(common) - len(different), len(different), len(full_host.keys() ^ light_host.keys())
 
 
 def time_cuda_compile(extension: Extension, command: str, folder: Path, scratch: Path) -> None:
     words = shlex.split(command)
     nvcc = real_nvcc(words[0])
     torch_way = [nvcc, *words[1:]]
-    kbench_way = [nvcc, "-I", str(Path(words[0]).parent / light.FOLDER), *words[1:]]
+    kbench_way = [nvcc, "-I", str(light.folder_for(Path(words[0]).parent / light.FOLDER, "nvcc")), *words[1:]]
     objects = {}
     for way, arguments in ((TORCH_WAY, torch_way), (KBENCH_WAY, kbench_way)):
         keep = scratch / way.split("'")[0]
@@ -192,14 +202,22 @@ def time_extension(folder: Path, real_cxx: str) -> Extension:
             elif Path(shlex.split(command)[0]).name == "nvcc":
                 time_cuda_compile(extension, command, folder, Path(scratch))
             else:
-                wrapper = command.split()[0]
-                parsed = cpu_seconds(command.replace(wrapper, shlex.quote(real_cxx), 1), folder)
-                precompiled = cpu_seconds(command, folder)
-                extension.stages["c++ bindings, torch's headers parsed"] += parsed
-                extension.stages["c++ bindings, precompiled (kbench)"] += precompiled
-                extension.totals[TORCH_WAY] += parsed
-                extension.totals[KBENCH_WAY] += precompiled
+                time_bindings_compile(extension, command, folder, Path(scratch), real_cxx)
     return extension
+
+
+def time_bindings_compile(extension: Extension, command: str, folder: Path, scratch: Path, real_cxx: str) -> None:
+    """The C++ bindings file torch's way (the real compiler) and kbench's (its wrapper: light header, precompiled),
+    each object kept apart and the two compared."""
+    words = shlex.split(command)
+    objects = {way: scratch / f"bindings-{index}.o" for index, way in enumerate((TORCH_WAY, KBENCH_WAY))}
+    parsed = cpu_seconds(with_output([real_cxx, *words[1:]], objects[TORCH_WAY]), folder)
+    lighter = cpu_seconds(with_output(words, objects[KBENCH_WAY]), folder)
+    extension.stages["c++ bindings, torch's headers parsed"] += parsed
+    extension.stages["c++ bindings, light header precompiled (kbench)"] += lighter
+    extension.totals[TORCH_WAY] += parsed
+    extension.totals[KBENCH_WAY] += lighter
+    extension.bindings_functions = compare_functions(extension, objects[TORCH_WAY], objects[KBENCH_WAY])
 
 
 def build_all(solutions: list[Path], problems: Path, config: RunConfig, jobs: int) -> list[Path]:
@@ -228,18 +246,20 @@ def report(timed: list[Extension]) -> None:
     print(f"\n{'stage (CPU seconds)':58}{'files':>6}{'median':>8}{'total':>8}")
     for stage, values in sorted(per_stage.items()):
         print(f"{stage:58}{len(values):6d}{statistics.median(values):8.1f}{sum(values):8.1f}")
-    print(f"\n{'extension':34}{'torch s':>8}{'kbench s':>9}{'ratio':>7}  light  SASS  host functions same/diff/one")
+    print(f"\n{'extension':34}{'torch s':>8}{'kbench s':>9}{'ratio':>7}  light  SASS  host functions same/diff/one"
+          "  bindings' functions")
     for extension in timed:
         torch_s, kbench_s = extension.totals[TORCH_WAY], extension.totals[KBENCH_WAY]
         sass_text = {None: "-", True: "same", False: "DIFF"}[extension.same_sass]
         same, different, one_only = extension.host_functions
+        bindings = "/".join(str(count) for count in extension.bindings_functions)
         print(f"{extension.name[:33]:34}{torch_s:8.1f}{kbench_s:9.1f}{kbench_s / torch_s:7.2f}  "
               f"{'no' if extension.light_failed else 'yes':5}  {sass_text:4}  {same}/{different}/{one_only}"
-              f"{'  ' + extension.note if extension.note else ''}")
+              f"  {bindings}{'  ' + extension.note if extension.note else ''}")
     different = sorted({name for extension in timed for name in extension.different})
     if different:
         names = subprocess.run(["c++filt"], input="\n".join(different), capture_output=True, text=True).stdout
-        print("host functions that differ:", *(f"  {name[:110]}" for name in names.splitlines()), sep="\n")
+        print("functions that differ:", *(f"  {name[:110]}" for name in names.splitlines()), sep="\n")
     if timed:
         torch_total = sum(extension.totals[TORCH_WAY] for extension in timed)
         kbench_total = sum(extension.totals[KBENCH_WAY] for extension in timed)

@@ -85,7 +85,7 @@ def main() -> int:
     for seconds, used in rows + [(float("inf"), {})]:
         if seconds > bucket_end and count:
             means = {kind: total / count for kind, total in sums.items()}
-            print(f"{bucket_end:>6.0f} " + " ".join(f"{means.get(column, 0):>8.1f}" for column in COLUMNS)
+            print(f"{bucket_end:>6.1f} " + " ".join(f"{means.get(column, 0):>8.1f}" for column in COLUMNS)
                   + f" {sum(means.values()):>6.1f}")
             sums, count = {}, 0
             while seconds > bucket_end and seconds != float("inf"):

@@ -179,3 +179,38 @@ def test_the_judge_s_wrappers_carry_the_light_headers_dated_as_torch_s(tmp_path,
         assert header.read_text() == light.light_text(kind)
         assert f"{slots.LIGHT_VARIABLE}={folder}" in wrapper.read_text()
         assert header.stat().st_mtime_ns == torch_header.stat().st_mtime_ns
+
+
+@needs_cxx
+def test_an_optimised_cpp_compile_reads_torch_s_own_header(tree):
+    """From -O1 up g++ weighs the whole translation unit: the light header could change the code it writes."""
+    source = tree / "optimised.cpp"
+    source.write_text(BINDINGS_FILE)
+    command = [str(tree / "c++"), "-H", "-isystem", str(tree / "include"), "-fPIC", "-O2", "-c", str(source),
+               "-o", str(tree / "optimised.o")]
+    completed = subprocess.run(command, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    assert f". {tree / 'include' / 'torch' / 'extension.h'}" in completed.stderr
+    assert light_header(tree, "c++") not in completed.stderr and "kbench:" not in completed.stderr
+
+
+@needs_nvcc
+def test_an_optimised_cuda_compile_reads_torch_s_own_header(tree):
+    source = tree / "optimised.cu"
+    source.write_text("#include <torch/extension.h>\n" + KERNEL + "int f() { return tensor_basics(); }\n")
+    command = [str(tree / "nvcc"), "-isystem", str(tree / "include"), "-O3", "--generate-dependencies-with-compile",
+               "--dependency-output", str(tree / "optimised.d"), "-c", str(source), "-o", str(tree / "optimised.o")]
+    completed = subprocess.run(command, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    read = (tree / "optimised.d").read_text()
+    assert str(tree / "include" / "torch" / "extension.h") in read and light_header(tree, "nvcc") not in read
+
+
+@pytest.mark.parametrize("kind, arguments, optimised", [
+    ("c++", [], False), ("c++", ["-O3"], True), ("c++", ["-O3", "-O0"], False), ("c++", ["-O0", "-O2"], True),
+    ("c++", ["-Os"], True), ("c++", ["-O"], True), ("nvcc", [], False), ("nvcc", ["-O3"], True), ("nvcc", ["-O0"], False),
+    ("nvcc", ["-Xcompiler", "-O2"], True), ("nvcc", ["--compiler-options", "'-fPIC'"], False),
+    ("nvcc", ["--compiler-options", "'-fPIC -O2'"], True), ("nvcc", ["-Xcompiler=-fPIC,-O3"], True),
+    ("nvcc", ["--optimize", "2"], True), ("nvcc", ["--optimize=0"], False), ("nvcc", ["--use_fast_math"], False)])
+def test_which_compiles_optimise_host_code(kind, arguments, optimised):
+    assert light.optimises_host_code(kind, ["-c", "x.cu", *arguments]) is optimised

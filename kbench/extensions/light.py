@@ -17,6 +17,11 @@ compiled as torch starts it, and only that compile's output is shown. The one wa
 own names clash with names only the whole header declares (say, a global `save` called unqualified under `using
 namespace torch`) compiles light where torch's own compile would fail; kbench judges what it built.
 
+Only a compile that does not optimise host code (no -O level but -O0: torch's default for both compilers) is
+tried light. From -O1 up, g++ weighs the whole translation unit when it inlines and lays out code, so the same
+function compiles differently beside a smaller header (a C++ candidate's own function at -O3 did: the same
+instructions, laid out apart), and host code may be the candidate's kernel.
+
 The folders are written by the judge beside the wrappers (slots.compiler_wrappers), where no runner may write.
 This module imports no torch: every compiler start runs it.
 """
@@ -75,7 +80,8 @@ def compiled_light(kind: str, compiler: str, arguments: list[str], folder: Path,
     precompiled header's, for C++); True when that compile succeeded (its output shown), False when it does not
     apply or failed (its output dropped: the caller compiles as torch would)."""
     source = _source(arguments, SOURCE_SUFFIXES[kind])
-    if source is None or not (folder / HEADER).is_file() or not _includes_header(source):
+    if source is None or optimises_host_code(kind, arguments) or not (folder / HEADER).is_file() \
+            or not _includes_header(source):
         return False
     completed = subprocess.run([compiler, *prepare(["-I", str(folder), *arguments])], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
@@ -86,6 +92,31 @@ def compiled_light(kind: str, compiler: str, arguments: list[str], folder: Path,
     sys.stdout.buffer.write(completed.stdout)
     sys.stderr.buffer.write(completed.stderr)
     return True
+
+
+def optimises_host_code(kind: str, arguments: list[str]) -> bool:
+    """Whether the command compiles host code at an -O level other than 0 (the last one given wins): g++'s own
+    flags; nvcc's -O/--optimize (its host code's level) and the flags it passes the host compiler
+    (-Xcompiler/--compiler-options)."""
+    levels = []
+    words = iter(arguments)
+    for word in words:
+        if kind == "nvcc" and word in ("-Xcompiler", "--compiler-options"):
+            levels += _levels_in(next(words, ""))
+        elif kind == "nvcc" and word.startswith(("-Xcompiler=", "--compiler-options=")):
+            levels += _levels_in(word.split("=", 1)[1])
+        elif kind == "nvcc" and word == "--optimize":
+            levels.append("-O" + next(words, ""))
+        elif kind == "nvcc" and word.startswith("--optimize="):
+            levels.append("-O" + word.split("=", 1)[1])
+        elif word.startswith("-O"):
+            levels.append(word)
+    return bool(levels) and levels[-1] != "-O0"
+
+
+def _levels_in(host_flags: str) -> list[str]:
+    """The -O flags in what nvcc passes its host compiler (words separated by commas or spaces, maybe quoted)."""
+    return re.findall(r"(?:^|[\s,'\"])(-O\w*)", host_flags)
 
 
 def _source(arguments: list[str], suffixes: tuple[str, ...]) -> Path | None:
