@@ -83,6 +83,73 @@ def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     server.close()
 
 
+def test_a_host_compile_that_parses_all_of_torch_s_header_is_served_as_early_as_a_device_compile(tmp_path):
+    """An optimised C++ file (no light header) with no precompiled header for its flags is long: it gets a device
+    compile's place; one the light header serves is short. Real wrappers, a stand-in compiler that logs its turn."""
+    import os
+    import subprocess
+    import time
+
+    from kbench.extensions import light
+    from kbench.extensions.slots import LIGHT_VARIABLE, SlotServer, write_wrapper
+
+    include = tmp_path / "include" / "torch"
+    include.mkdir(parents=True)
+    (include / "extension.h").write_text("#pragma once\n")
+    light.write_light_headers(tmp_path / "light", include / "extension.h")
+    log = tmp_path / "order.txt"
+    compiler = tmp_path / "compiler"
+    compiler.write_text(f'#!/bin/sh\necho "$LABEL" >> {log}\n')
+    compiler.chmod(0o755)
+    source = tmp_path / "main.cpp"
+    source.write_text("#include <torch/extension.h>\nint f() { return 1; }\n")
+    server = SlotServer(slots=1, lookahead=4)
+    holder = holding_a_slot(server.address)
+    compilers = []
+    for rank, kind, flags in [(3, "c++", []), (5, "c++", ["-O2"]), (6, "nvcc", [])]:
+        wrapper = tmp_path / "wrappers" / kind
+        write_wrapper(wrapper, kind, str(compiler), str(REPO),
+                      {LIGHT_VARIABLE: str(light.folder_for(tmp_path / "light", kind))})
+        arguments = ["-isystem", str(tmp_path / "include"), *flags, "-c", str(source), "-o", str(tmp_path / "x.o")]
+        environment = dict(os.environ, LABEL=f"{kind}{rank}", **server.environment(rank))
+        compilers.append(subprocess.Popen([str(wrapper), *arguments], env=environment))
+        deadline = time.monotonic() + 30
+        while server.waiting() < len(compilers) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert server.waiting() == 3
+    holder.close()
+    assert [process.wait(timeout=60) for process in compilers] == [0, 0, 0]
+    # c++5 parses all of torch's header: served as build 1; nvcc6 as build 2; the light c++3 as build 3.
+    assert log.read_text().split() == ["c++5", "nvcc6", "c++3"]
+    server.close()
+
+
+def test_a_request_the_slot_server_cannot_read_is_served_last_and_the_server_goes_on(tmp_path):
+    """A runner can reach the slot server's socket: garbage only places its sender's compile, last."""
+    import socket as sockets
+    import time
+
+    from kbench.extensions.slots import SlotServer
+
+    server = SlotServer(slots=1, lookahead=4)
+    holder = holding_a_slot(server.address)
+    senders = []
+    for message in (b"\xff\xfe not a request", b"2 c++ short\n"):
+        sender = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        sender.settimeout(30)
+        sender.connect(server.address)
+        sender.sendall(message)
+        senders.append(sender)
+    deadline = time.monotonic() + 30
+    while server.waiting() < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    holder.close()
+    assert senders[1].recv(1) == b"1"  # the readable request first
+    senders[1].close()
+    assert senders[0].recv(1) == b"1"
+    server.close()
+
+
 def test_a_build_s_timeout_does_not_count_its_waits_for_a_compile_slot(tmp_path):
     # Real wrappers, a real slot server and the pool's own wait: the "build" is a wrapper whose compiler
     # (`sh -c`) is instant but waits 2 s for the only slot, held by another build's compile.

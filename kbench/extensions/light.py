@@ -79,9 +79,8 @@ def compiled_light(kind: str, compiler: str, arguments: list[str], folder: Path,
     """Compile with `kind`'s light header (in `folder`) first, its command passed through `prepare` (the
     precompiled header's, for C++); True when that compile succeeded (its output shown), False when it does not
     apply or failed (its output dropped: the caller compiles as torch would)."""
-    source = _source(arguments, SOURCE_SUFFIXES[kind])
-    if source is None or optimises_host_code(kind, arguments) or not (folder / HEADER).is_file() \
-            or not _includes_header(source):
+    source = applies(kind, arguments, folder)
+    if source is None:
         return False
     completed = subprocess.run([compiler, *prepare(["-I", str(folder), *arguments])], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
@@ -92,6 +91,15 @@ def compiled_light(kind: str, compiler: str, arguments: list[str], folder: Path,
     sys.stdout.buffer.write(completed.stdout)
     sys.stderr.buffer.write(completed.stderr)
     return True
+
+
+def applies(kind: str, arguments: list[str], folder: Path) -> Path | None:
+    """The source a `kind` compile would first compile with the light header in `folder`; None when it would not."""
+    source = _source(arguments, SOURCE_SUFFIXES[kind])
+    if source is None or optimises_host_code(kind, arguments) or not (folder / HEADER).is_file() \
+            or not _includes_header(source):
+        return None
+    return source
 
 
 def optimises_host_code(kind: str, arguments: list[str]) -> bool:

@@ -56,6 +56,18 @@ def arguments_with_header(compiler: str, arguments: list[str], root: Path) -> li
     return ["-I", str(folder), *arguments]
 
 
+def precompiled(compiler: str, arguments: list[str], root: Path | None) -> bool | None:
+    """Whether torch's header is precompiled for this compile under `root` (None: the compile does not start with
+    torch's header, so none would serve it)."""
+    source = _source(arguments)
+    if source is None or not _includes_torch_first(source):
+        return None
+    header = _torch_header(arguments)
+    if header is None:
+        return None
+    return root is not None and (root / _key(compiler, header, arguments) / PRECOMPILED).is_file()
+
+
 def _source(arguments: list[str]) -> Path | None:
     """The one C++ source of a compile-only command (`-c`), or None: a link, a query, a header, several
     sources, or a language chosen with -x."""

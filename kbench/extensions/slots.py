@@ -4,9 +4,10 @@ sweep early.
 A CUDA extension's build is two compiler processes: its host file (torch's headers) and its device
 file, which takes longer (docs/benchmarks.md has measured times). Builds that each run both at once, in
 build order, end with a tail: the device files of the last builds start late, and the cores idle while
-they finish. So the sweep's builds queue every compiler for a slot, and a device compile is served as if
-its build came `lookahead` places earlier: long compiles start ahead and the short ones fill in behind
-them, while the first builds still end first and give the GPUs work early (bench/slot_order_sim.py
+they finish. So the sweep's builds queue every compiler for a slot, and a long compile (a device file, or a
+host file that will parse all of torch's header: optimised, so not light, with no precompiled header) is
+served as if its build came `lookahead` places earlier: long compiles start ahead and the short ones fill in
+behind them, while the first builds still end first and give the GPUs work early (bench/slot_order_sim.py
 compares the orders).
 
 How: every runner points torch at wrapper scripts for the host compiler (CXX) and nvcc (PYTORCH_NVCC),
@@ -57,8 +58,9 @@ class Compile:
 
 
 class SlotServer:
-    """Hands out `slots` compile slots: lowest key first, where a device compile's key is its build's rank
-    minus `lookahead` and a host compile's is its rank (ties: device compiles first, then first come)."""
+    """Hands out `slots` compile slots: lowest key first, where a long compile's key (a device compile, or a host
+    compile that parses all of torch's header) is its build's rank minus `lookahead` and a short one's is its rank
+    (ties: long compiles first, then first come)."""
 
     def __init__(self, slots: int, lookahead: int):
         self.slots = slots
@@ -134,11 +136,10 @@ class SlotServer:
             data = b""
         if connection in self._new and data:
             self._new.discard(connection)
-            rank, kind = data.decode().split()
-            device = kind == "nvcc"
-            key = int(rank) - (self.lookahead if device else 0)
-            heapq.heappush(self._queue, (key, not device, next(self._arrivals), connection))
-            self.compiles[connection] = Compile(int(rank), kind, self._now())
+            rank, kind, ahead = _request(data)
+            key = rank - (self.lookahead if ahead else 0)
+            heapq.heappush(self._queue, (key, not ahead, next(self._arrivals), connection))
+            self.compiles[connection] = Compile(rank, kind, self._now())
             return
         # End of file: a compiler ended (its slot is free) or a waiting wrapper was killed.
         self._new.discard(connection)
@@ -171,6 +172,15 @@ class SlotServer:
         os.write(self._wake_write, b"x")
         os.close(self._wake_write)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _request(data: bytes) -> tuple[int, str, bool]:
+    """(rank, kind, long) of a wrapper's request ("RANK KIND long|short"). A runner can reach the socket: what it
+    sends only places its own compiles, last when it cannot be read."""
+    words = data.decode(errors="replace").split()
+    rank = int(words[0]) if words and words[0].isascii() and words[0].isdigit() else 1 << 30
+    kind = "nvcc" if words[1:2] == ["nvcc"] else "c++"
+    return min(rank, 1 << 30), kind, words[2:3] == ["long"]
 
 
 def _first(*values: float | None) -> float:
@@ -249,7 +259,7 @@ def run_compiler(kind: str, compiler: str, arguments: list[str]) -> None:
     apply or fails, this process becomes the real compiler, with the same arguments. A C++ compile of a file
     that starts with torch's header gets that header precompiled (pch.py), light or whole."""
     if "-c" in arguments and SLOTS_VARIABLE in os.environ:
-        slot = _wait_for_slot(kind)
+        slot = _wait_for_slot(kind, kind == "nvcc" or _reads_all_of_torch(compiler, arguments))
         if slot is not None:
             os.set_inheritable(slot.fileno(), True)  # held by the compiler and its children until they exit
     precompiled = _with_precompiled_header(compiler) if "-c" in arguments else (lambda arguments: arguments)
@@ -269,12 +279,25 @@ def _with_precompiled_header(compiler: str):
     return lambda arguments: pch.arguments_with_header(compiler, arguments, Path(root))
 
 
-def _wait_for_slot(kind: str) -> socket.socket | None:
-    """Block until the server grants a slot; None (compile at once) when there is no server to ask."""
+def _reads_all_of_torch(compiler: str, arguments: list[str]) -> bool:
+    """Whether a C++ compile will parse all of torch/extension.h (not light, no precompiled header for it): as long
+    as a device compile's steps, so it is served as early."""
+    light_folder = os.environ.get(LIGHT_VARIABLE)
+    if light_folder and light.applies("c++", arguments, Path(light_folder)):
+        return False
+    from kbench.extensions import pch
+    root = os.environ.get(PCH_VARIABLE)
+    return pch.precompiled(compiler, arguments, Path(root) if root else None) is False
+
+
+def _wait_for_slot(kind: str, long: bool) -> socket.socket | None:
+    """Block until the server grants a slot (`long`: served as a long compile); None (compile at once) when there
+    is no server to ask."""
     try:
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.connect(os.environ[SLOTS_VARIABLE])
-        connection.sendall(f"{int(os.environ.get(RANK_VARIABLE, '0'))} {kind}\n".encode())
+        rank = int(os.environ.get(RANK_VARIABLE, "0"))
+        connection.sendall(f"{rank} {kind} {'long' if long else 'short'}\n".encode())
         if connection.recv(1) == b"1":
             return connection
     except (OSError, ValueError):
