@@ -207,6 +207,10 @@ ModelNew.forward = _forward
 def test_build_past_its_timeout_is_timeout_and_compilers_are_killed(cpu_config, tmp_path):
     marker = f"kbench_slow_build_{int(time.time() * 1000)}"
     source = (SOLUTIONS / "axpy/correct.py").read_text().replace('name="axpy_correct"', f'name="{marker}"')
+    # Optimised (so torch's whole header, not the light one) with flags no primer saw: parsing it outlasts the
+    # timeout, where the fixture's own build (light header, precompiled) takes about 5 s.
+    source = source.replace("verbose=False,", f'verbose=False, extra_cflags=["-O2", "-D{marker.upper()}"],')
+    assert "extra_cflags" in source
     solution = tmp_path / "slow_build.py"
     solution.write_text(source)
     result = evaluate(AXPY, solution, replace(cpu_config, timeout_s=6))
