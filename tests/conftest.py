@@ -64,18 +64,28 @@ def _cpu_config(cache_dir: Path) -> RunConfig:
 
 def build_cpp_fixtures(cache_dir: str) -> None:
     """Build every C++ fixture into `cache_dir`, all cores at once (the same build phase `kbench eval` runs),
-    after torch's headers were precompiled for each set of compiler flags they pass (kbench/extensions/primer.py,
-    as a sweep primes its candidates' flags). Run in a process of its own (cpp_fixture_builds)."""
+    those whose flags a primer precompiles torch's headers for (kbench/extensions/primer.py, as a sweep primes its
+    candidates' flags) once it has, the others while it does. Run in a process of its own (cpp_fixture_builds)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kbench.schedule.scheduler import LocalExecutor
+    from kbench.schedule.scheduler import LocalExecutor, flag_sets_to_prime
+    from kbench.solution import Solution
 
     config = _cpu_config(Path(cache_dir))
     executor = LocalExecutor()
-    for thread in executor.prime_headers(CPP_FIXTURES, config, ["cpu"]):  # as every sweep does
-        thread.join()
+    primers = executor.prime_headers(CPP_FIXTURES, config, ["cpu"])  # as every sweep does
+    primed = {tuple(flags) for _, flags in flag_sets_to_prime([Solution.read(path) for _, path in CPP_FIXTURES])}
+    unprimed = [pair for pair in CPP_FIXTURES
+                if not any(tuple(flag for flag in flags if flag.strip()) in primed
+                           for flags in Solution.read(pair[1]).declared_cflags or [[]])]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        list(pool.map(lambda pair: executor.build(pair, config, "cpu", "", 1), CPP_FIXTURES))
+        build = lambda pair: executor.build(pair, config, "cpu", "", 1)  # noqa: E731
+        early = [pool.submit(build, pair) for pair in unprimed]  # no primer to wait for: beside it
+        for thread in primers:
+            thread.join()
+        list(pool.map(build, [pair for pair in CPP_FIXTURES if pair not in unprimed]))
+        for future in early:
+            future.result()
 
 
 class FixtureBuilds:
