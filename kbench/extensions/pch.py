@@ -44,13 +44,11 @@ _OUTPUT_OPTIONS = ("-o", "-MF", "-MT", "-MQ")  # take the next argument: names o
 def arguments_with_header(compiler: str, arguments: list[str], root: Path) -> list[str]:
     """`arguments` with the precompiled header's folder first on the include path, building it if no
     compile is building it now; `arguments` unchanged when the compile is not one it serves."""
-    source = _source(arguments)
-    if source is None or not _includes_torch_first(source):
+    served = _served(compiler, arguments)
+    if served is None:
         return arguments
-    header = _torch_header(arguments)
-    if header is None:
-        return arguments
-    folder = root / _key(compiler, header, arguments)
+    header, key = served
+    folder = root / key
     if not (folder / PRECOMPILED).is_file() and not _build(compiler, header, arguments, folder):
         return arguments
     return ["-I", str(folder), *arguments]
@@ -59,13 +57,20 @@ def arguments_with_header(compiler: str, arguments: list[str], root: Path) -> li
 def precompiled(compiler: str, arguments: list[str], root: Path | None) -> bool | None:
     """Whether torch's header is precompiled for this compile under `root` (None: the compile does not start with
     torch's header, so none would serve it)."""
+    served = _served(compiler, arguments)
+    if served is None:
+        return None
+    return root is not None and (root / served[1] / PRECOMPILED).is_file()
+
+
+def _served(compiler: str, arguments: list[str]) -> tuple[Path, str] | None:
+    """(torch's header as the compile finds it, its precompiled header's key) for a compile whose source starts
+    with torch's header; None for any other."""
     source = _source(arguments)
     if source is None or not _includes_torch_first(source):
         return None
     header = _torch_header(arguments)
-    if header is None:
-        return None
-    return root is not None and (root / _key(compiler, header, arguments) / PRECOMPILED).is_file()
+    return None if header is None else (header, _key(compiler, header, arguments))
 
 
 def _source(arguments: list[str]) -> Path | None:
