@@ -68,16 +68,16 @@ def build_cpp_fixtures(cache_dir: str) -> None:
     candidates' flags) once it has, the others while it does. Run in a process of its own (cpp_fixture_builds)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from kbench.extensions.primer import primable
     from kbench.schedule.scheduler import LocalExecutor, flag_sets_to_prime
     from kbench.solution import Solution
 
     config = _cpu_config(Path(cache_dir))
     executor = LocalExecutor()
     primers = executor.prime_headers(CPP_FIXTURES, config, ["cpu"])  # as every sweep does
-    primed = {tuple(flags) for _, flags in flag_sets_to_prime([Solution.read(path) for _, path in CPP_FIXTURES])}
+    primed = [flags for _, flags in flag_sets_to_prime([Solution.read(path) for _, path in CPP_FIXTURES])]
     unprimed = [pair for pair in CPP_FIXTURES
-                if not any(tuple(flag for flag in flags if flag.strip()) in primed
-                           for flags in Solution.read(pair[1]).declared_cflags or [[]])]
+                if not any(primable(flags) in primed for flags in Solution.read(pair[1]).declared_cflags or [[]])]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         build = lambda pair: executor.build(pair, config, "cpu", "", 1)  # noqa: E731
         early = [pool.submit(build, pair) for pair in unprimed]  # no primer to wait for: beside it

@@ -35,13 +35,15 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from kbench.extensions import pch
+
 HEADER = "torch/extension.h"
 FOLDER = "light"  # beside the wrappers: a folder per compiler (nvcc, c++), each the include folder of its header
 # What each compiler's light header includes, and how its note names it.
 INCLUDES = {"nvcc": ["torch/types.h"],
             "c++": ["torch/types.h", "torch/csrc/utils/pybind.h", "torch/csrc/Exceptions.h"]}
 NAMED = {"nvcc": "torch/types.h", "c++": "torch/types.h and its Python bindings"}
-SOURCE_SUFFIXES = {"nvcc": (".cu",), "c++": (".cpp", ".cc", ".cxx", ".C", ".c++")}
+SOURCE_SUFFIXES = {"nvcc": (".cu",), "c++": pch.SOURCE_SUFFIXES}
 _INCLUDES_HEADER = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]torch/extension\.h[>"]', re.MULTILINE)
 
 
@@ -95,7 +97,7 @@ def compiled_light(kind: str, compiler: str, arguments: list[str], folder: Path,
 
 def applies(kind: str, arguments: list[str], folder: Path) -> Path | None:
     """The source a `kind` compile would first compile with the light header in `folder`; None when it would not."""
-    source = _source(arguments, SOURCE_SUFFIXES[kind])
+    source = pch.compiled_source(arguments, SOURCE_SUFFIXES[kind])
     if source is None or optimises_host_code(kind, arguments) or not (folder / HEADER).is_file() \
             or not _includes_header(source):
         return None
@@ -125,15 +127,6 @@ def optimises_host_code(kind: str, arguments: list[str]) -> bool:
 def _levels_in(host_flags: str) -> list[str]:
     """The -O flags in what nvcc passes its host compiler (words separated by commas or spaces, maybe quoted)."""
     return re.findall(r"(?:^|[\s,'\"])(-O\w*)", host_flags)
-
-
-def _source(arguments: list[str], suffixes: tuple[str, ...]) -> Path | None:
-    """The one source file a compile-only (`-c`) command compiles; None for anything else (a language chosen
-    with -x, preprocessing alone)."""
-    if "-c" not in arguments or any(argument.startswith("-x") or argument in ("-E", "-S") for argument in arguments):
-        return None
-    sources = [Path(argument) for argument in arguments if argument.endswith(suffixes) and Path(argument).is_file()]
-    return sources[0] if len(sources) == 1 else None
 
 
 def _includes_header(source: Path) -> bool:

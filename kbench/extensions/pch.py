@@ -35,7 +35,7 @@ HEADER = "torch/extension.h"
 PRECOMPILED = HEADER + ".gch"  # where g++ looks first when it searches a folder for HEADER
 FAILED = "failed.log"  # in a key's folder: its header did not build; compile without
 MIN_FREE_BYTES = 4 << 30  # a precompiled torch header is most of a gigabyte
-_SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".C", ".c++")
+SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".C", ".c++")  # a C++ source
 _FIRST_INCLUDE = re.compile(rb'\s*(?:(?://[^\n]*\n|/\*.*?\*/)\s*)*#\s*include\s*[<"]torch/extension\.h[>"]', re.DOTALL)
 _NAME_MACRO = "-DTORCH_EXTENSION_NAME="
 _OUTPUT_OPTIONS = ("-o", "-MF", "-MT", "-MQ")  # take the next argument: names of files, not meaning
@@ -66,19 +66,19 @@ def precompiled(compiler: str, arguments: list[str], root: Path | None) -> bool 
 def _served(compiler: str, arguments: list[str]) -> tuple[Path, str] | None:
     """(torch's header as the compile finds it, its precompiled header's key) for a compile whose source starts
     with torch's header; None for any other."""
-    source = _source(arguments)
+    source = compiled_source(arguments)
     if source is None or not _includes_torch_first(source):
         return None
     header = _torch_header(arguments)
     return None if header is None else (header, _key(compiler, header, arguments))
 
 
-def _source(arguments: list[str]) -> Path | None:
-    """The one C++ source of a compile-only command (`-c`), or None: a link, a query, a header, several
-    sources, or a language chosen with -x."""
+def compiled_source(arguments: list[str], suffixes: tuple[str, ...] = SOURCE_SUFFIXES) -> Path | None:
+    """The one source (a file named with one of `suffixes`) of a compile-only command (`-c`), or None: a link, a
+    query, preprocessing alone, several sources, or a language chosen with -x."""
     if "-c" not in arguments or any(argument.startswith("-x") or argument in ("-E", "-S") for argument in arguments):
         return None
-    sources = [argument for argument in _operands(arguments) if argument.endswith(_SOURCE_SUFFIXES)]
+    sources = [argument for argument in _operands(arguments) if argument.endswith(suffixes)]
     return Path(sources[0]) if len(sources) == 1 else None
 
 
@@ -124,7 +124,7 @@ def _torch_header(arguments: list[str]) -> Path | None:
 def _key_flags(arguments: list[str]) -> list[str]:
     """The flags that decide the header: every argument but the source, the output and dependency file
     names and the extension's name."""
-    source = str(_source(arguments))
+    source = str(compiled_source(arguments))
     flags, skip = [], False
     for argument in arguments:
         if skip:

@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbench.extensions import light
+from kbench.extensions import light, pch
 
 SLOTS_VARIABLE = "KBENCH_COMPILE_SLOTS"  # the slot server's socket, in a build worker's environment
 RANK_VARIABLE = "KBENCH_BUILD_RANK"      # the build's place in the sweep's build order (0 first)
@@ -178,9 +178,12 @@ def _request(data: bytes) -> tuple[int, str, bool]:
     """(rank, kind, long) of a wrapper's request ("RANK KIND long|short"). A runner can reach the socket: what it
     sends only places its own compiles, last when it cannot be read."""
     words = data.decode(errors="replace").split()
-    rank = int(words[0]) if words and words[0].isascii() and words[0].isdigit() else 1 << 30
+    rank = int(words[0]) if words and words[0].isascii() and words[0].isdigit() else _LAST_RANK
     kind = "nvcc" if words[1:2] == ["nvcc"] else "c++"
-    return min(rank, 1 << 30), kind, words[2:3] == ["long"]
+    return min(rank, _LAST_RANK), kind, words[2:3] == ["long"]
+
+
+_LAST_RANK = 1 << 30  # after every build's: an unreadable request's, or a rank too large to be one
 
 
 def _first(*values: float | None) -> float:
@@ -275,7 +278,6 @@ def _with_precompiled_header(compiler: str):
     root = os.environ.get(PCH_VARIABLE)
     if not root:
         return lambda arguments: arguments
-    from kbench.extensions import pch
     return lambda arguments: pch.arguments_with_header(compiler, arguments, Path(root))
 
 
@@ -285,7 +287,6 @@ def _reads_all_of_torch(compiler: str, arguments: list[str]) -> bool:
     light_folder = os.environ.get(LIGHT_VARIABLE)
     if light_folder and light.applies("c++", arguments, Path(light_folder)):
         return False
-    from kbench.extensions import pch
     root = os.environ.get(PCH_VARIABLE)
     return pch.precompiled(compiler, arguments, Path(root) if root else None) is False
 
