@@ -89,11 +89,18 @@ def problem_file(problems: Path, level: int, problem_id: int) -> Path:
     return matches[0]
 
 
-def kernelbench(out: Path, evaluator: Path, problems: Path, site: Path, work: Path, timeout: float) -> None:
+def kernelbench(out: Path, evaluator: Path, problems: Path, site: Path, work: Path, timeout: float,
+                deadline: float | None = None) -> None:
     """KernelBench's evaluator as its scripts/eval_from_generations.py runs it: the CPU build pass (one process
     per sample, as many at once as there are cores, each in its own build folder), then the GPU pass on the same
     build folders, one fresh process per sample, one after another on device 0. Every sample gets a row in
-    OUT/kernelbench.jsonl, written as it finishes: its KBJSON fields, or why there were none."""
+    OUT/kernelbench.jsonl, written as it finishes: its KBJSON fields, or why there were none.
+
+    With `deadline` (seconds from this call's start), no eval starts after it: the rest is left to a later call
+    with the same OUT and WORK on the same machine, which skips the build pass and the files that have rows and
+    adds its GPU pass's time to the first's. KernelBench runs each eval in a fresh process, so where the pass is
+    cut changes none of its times; it lets the pass span device calls of limited length."""
+    called = time.perf_counter()
     files = [Path(line) for line in (out / "selected.txt").read_text().splitlines() if line]
     env = dict(os.environ, PYTHONPATH=str(site))  # pydantic, and no kbench on KernelBench's side
     logs = out / "kernelbench"
@@ -101,6 +108,8 @@ def kernelbench(out: Path, evaluator: Path, problems: Path, site: Path, work: Pa
     problems_of = {path: problem_file(problems, *candidate_key(path)[:2]) for path in files}  # before any clock
     build_dir = lambda path: work / "build" / path.stem
     workers = os.cpu_count() or 1
+    times_path, rows = out / "kernelbench_times.json", out / "kernelbench.jsonl"
+    times = read_json(times_path)
 
     def build(path: Path) -> tuple[int | None, float]:
         started = time.perf_counter()
@@ -108,17 +117,31 @@ def kernelbench(out: Path, evaluator: Path, problems: Path, site: Path, work: Pa
                           logs / f"{path.stem}.build.log", timeout, env, work)
         return code, time.perf_counter() - started
 
-    work.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=workers) as pool:  # threads only wait: each build is a process
-        builds = dict(zip(files, pool.map(build, files)))
-    build_s = time.perf_counter() - started
-    write_json(out / "kernelbench_times.json", {"build_s": build_s, "build_workers": workers, "files": len(files)})
+    if "builds" in times:  # a later call: the build pass is done
+        missing = [path.name for path in files if not build_dir(path).is_dir()]
+        if missing:
+            raise SystemExit(f"the build pass's folders are gone ({missing[0]} ...): run both passes again "
+                             f"on one held machine")
+        builds = {path: tuple(times["builds"][path.name]) for path in files}
+        print(f"GPU pass resumed: {len(read_rows(rows))} of {len(files)} files done", flush=True)
+    else:
+        work.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=workers) as pool:  # threads only wait: each build is a process
+            builds = dict(zip(files, pool.map(build, files)))
+        times = {"build_s": time.perf_counter() - started, "build_workers": workers, "files": len(files),
+                 "builds": {path.name: list(result) for path, result in builds.items()}, "gpu_calls": 0}
+        write_json(times_path, times)
+        rows.write_text("")
 
-    rows = out / "kernelbench.jsonl"
-    rows.write_text("")
+    done = {row["solution"] for row in read_rows(rows)}
     started = time.perf_counter()
     for path in files:
+        if path.name in done:
+            continue
+        if deadline is not None and time.perf_counter() - called > deadline:
+            print(f"deadline: {len(files) - len(read_rows(rows))} files left for a later call", flush=True)
+            break
         log, began = logs / f"{path.stem}.eval.log", time.perf_counter()
         code = run_logged([sys.executable, str(evaluator / "kb_eval_one.py"), str(problems_of[path]), str(path),
                            str(build_dir(path))], log, timeout, env, work)
@@ -133,8 +156,15 @@ def kernelbench(out: Path, evaluator: Path, problems: Path, site: Path, work: Pa
         with open(rows, "a") as handle:
             handle.write(json.dumps(row) + "\n")
         print(f"{path.name}: {verdict_of_kernelbench(row)} in {row['eval_s']} s", flush=True)
-    write_json(out / "kernelbench_times.json", {"build_s": build_s, "gpu_s": time.perf_counter() - started,
-                                                "build_workers": workers, "files": len(files)})
+    times["gpu_calls"] += 1
+    times["gpu_pass_s"] = times.get("gpu_pass_s", 0.0) + time.perf_counter() - started
+    if len(read_rows(rows)) == len(files):
+        times["gpu_s"] = times["gpu_pass_s"]  # the whole pass, over gpu_calls calls
+    write_json(times_path, times)
+
+
+def read_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line] if path.is_file() else []
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -226,8 +256,7 @@ def text_of(value) -> str:
 def table(out: Path) -> str:
     files = [Path(line).name for line in (out / "selected.txt").read_text().splitlines() if line]
     kernelbench_path = out / "kernelbench.jsonl"
-    lines = kernelbench_path.read_text().splitlines() if kernelbench_path.is_file() else []
-    by_kernelbench = {row["solution"]: row for row in map(json.loads, lines)}
+    by_kernelbench = {row["solution"]: row for row in read_rows(kernelbench_path)}
     by_kbench = kbench_rows(out / "kbench.csv")
     row_format = "{:>4} {:<18} {:<12} {:>8}  {:<15} {:>8}  {:>5}"
     text = [row_format.format("id", "problem", "KernelBench", "speedup", "kbench", "speedup", "agree"), "-" * WIDTH]
@@ -259,8 +288,9 @@ def table(out: Path) -> str:
     kernelbench_total = times["build_s"] + gpu_s if "build_s" in times and gpu_s else None
     ratio = kernelbench_total / kbench_time["wall_s"] if kernelbench_total and kbench_time.get("wall_s") else None
     at_least = "" if whole else ", at least"
-    gpu_note = "one process per file, one at a time" + ("" if whole else
-                                                         f"; {len(by_kernelbench)} of {len(files)} files, then cut")
+    calls = times.get("gpu_calls", 1)
+    gpu_note = ("one process per file, one at a time" + (f", over {calls} calls" if calls > 1 else "")
+                + ("" if whole else f"; {len(by_kernelbench)} of {len(files)} files, then cut"))
     text += ["-" * WIDTH, f"verdicts agree on {agree}/{compared} files (KernelBench correct == kbench correct)"
              + (f"; {len(files) - compared} without a row on one side" if compared < len(files) else ""),
              *notes, "", "wall times, end to end:",
@@ -291,6 +321,8 @@ def main() -> None:
     one.add_argument("--site", type=Path, required=True, help="pydantic and its dependencies")
     one.add_argument("--work", type=Path, required=True, help="an empty folder: build folders, working directory")
     one.add_argument("--timeout", type=float, default=300, help="seconds per process, build or eval")
+    one.add_argument("--deadline", type=float, help="seconds from the start after which no eval starts (the "
+                     "rest is left to a later call with the same OUT and --work, on the same machine)")
     one = commands.add_parser("table")
     one.add_argument("out", type=Path)
     args = parser.parse_args()
@@ -298,7 +330,7 @@ def main() -> None:
         print("\n".join(str(path.resolve()) for path in select(args.run, args.count)))
     elif args.command == "kernelbench":
         kernelbench(args.out, args.evaluator.resolve(), args.problems.resolve(), args.site.resolve(),
-                    args.work.resolve(), args.timeout)
+                    args.work.resolve(), args.timeout, args.deadline)
     else:
         print(table(args.out))
 

@@ -16,7 +16,10 @@
 #   both (default), kbench or kernelbench: KernelBench's side takes 8 to 9 minutes for 16 files on an H100 or an
 #   H200 machine, so with a device call's 10-minute limit run the sides as two calls, on the same machine while
 #   it is held (each side starts from empty build folders either way), and put both calls' outputs in one folder:
-#   `python3 bench/kernelbench_side_by_side.py table FOLDER` reads both.
+#   `python3 bench/kernelbench_side_by_side.py table FOLDER` reads both. KernelBench's side alone may outlast a
+#   call too: KB_KEEP (a folder outside the repo, say /tmp/kb-keep, that the machine keeps while it is held) and
+#   KB_DEADLINE (seconds, say 400: no eval starts after it) leave its GPU pass's rest to the next call with the
+#   same KB_KEEP, which skips the build pass and the files done; each call copies what is done to $OUT.
 # KernelBench runs as its scripts/eval_from_generations.py does: a CPU build pass, one process per file, as many
 # at once as there are cores; then one fresh process per file on the GPU, one after another. A file whose
 # process crashes or runs past KB_TIMEOUT still gets a row. kbench runs `kbench sweep` with a fresh cache
@@ -65,7 +68,15 @@ awk -v start="$start" -v end="$(date +%s.%N)" -v status=$status \
 tail -3 "$OUT/kbench.txt"
 fi
 
-[ "${SIDES:-both}" != kbench ] && helper kernelbench "$OUT" --evaluator "$KB/evaluator" --problems "$KB" --site /tmp/site --work "$WORK/kernelbench" \
-    --timeout "${KB_TIMEOUT:-300}"
+if [ "${SIDES:-both}" != kbench ]; then
+    if [ -n "${KB_KEEP:-}" ]; then  # KernelBench's side in a folder that outlives the call: see KB_DEADLINE
+        mkdir -p "$KB_KEEP/out" && cp "$OUT/selected.txt" "$KB_KEEP/out/" && KB_OUT=$KB_KEEP/out KB_WORK=$KB_KEEP/work
+    else
+        KB_OUT=$OUT KB_WORK=$WORK/kernelbench
+    fi
+    helper kernelbench "$KB_OUT" --evaluator "$KB/evaluator" --problems "$KB" --site /tmp/site --work "$KB_WORK" \
+        --timeout "${KB_TIMEOUT:-300}" ${KB_DEADLINE:+--deadline "$KB_DEADLINE"}
+    [ "$KB_OUT" = "$OUT" ] || cp -r "$KB_OUT"/kernelbench* "$OUT/"
+fi
 helper table "$OUT" | tee "$OUT/side_by_side.txt"
 rm -rf "$WORK"
