@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 
 from kbench.schedule.scheduler import build_order
 
@@ -10,12 +11,29 @@ from conftest import PROBLEMS, REPO, SOLUTIONS, sharing_precompiled_headers
 
 
 def holding_a_slot(address: str) -> socket.socket:
-    """A connection to the slot server at `address` granted a slot, as build 0's compile: closing it frees it."""
+    """A connection to the slot server at `address` granted a slot, as a compile of this process (no build's, when
+    it is not registered): closing it frees it."""
     holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     holder.connect(address)
-    holder.sendall(b"0 c++\n")
+    holder.sendall(b"c++ short\n")
     assert holder.recv(1) == b"1"
     return holder
+
+
+# A compile that holds its slot until it is killed (argv[1]: the server's address).
+HOLD_A_SLOT = ("import signal, socket, sys\nconnection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+               "connection.connect(sys.argv[1])\nconnection.sendall(b'c++ short')\nconnection.recv(1)\nsignal.pause()")
+
+
+def compiler_of_build(server, rank: int, command: list[str], env: dict, share: int = 2) -> subprocess.Popen:
+    """Starts `command` as a compile of the build of `rank`: through a gate process registered as the build's worker,
+    which becomes the command once registered, as kbench registers a build's worker when it forks it."""
+    gate = subprocess.Popen(["sh", "-c", 'read go; exec "$@"', "sh", *command], stdin=subprocess.PIPE,
+                            env=dict(env, **server.environment()))
+    server.register(gate.pid, rank, share)
+    gate.stdin.write(b"go\n")
+    gate.stdin.close()
+    return gate
 
 
 def test_cuda_builds_are_started_first():
@@ -51,7 +69,7 @@ def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     import subprocess
     import time
 
-    from kbench.extensions.slots import SlotServer, write_wrapper
+    from kbench.extensions.slots import LAST_RANK, SlotServer, write_wrapper
 
     server = SlotServer(slots=1, lookahead=4)
     holder = holding_a_slot(server.address)  # a compile holding the only slot
@@ -60,8 +78,8 @@ def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     for rank, kind in [(5, "c++"), (3, "c++"), (6, "nvcc")]:
         wrapper = tmp_path / "wrappers" / kind
         write_wrapper(wrapper, kind, "sh", str(REPO))
-        compilers.append(subprocess.Popen([str(wrapper), "-c", f"echo {kind}{rank} >> {log}"],
-                                          env=dict(os.environ, **server.environment(rank))))
+        compilers.append(compiler_of_build(server, rank, [str(wrapper), "-c", f"echo {kind}{rank} >> {log}"],
+                                           dict(os.environ)))
         deadline = time.monotonic() + 30
         while server.waiting() < len(compilers) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -76,7 +94,8 @@ def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     while any(entry.released_s is None for entry in server.history()) and time.monotonic() < deadline:
         time.sleep(0.02)
     history = server.history()
-    assert [(entry.rank, entry.kind) for entry in history] == [(0, "c++"), (5, "c++"), (3, "c++"), (6, "nvcc")]
+    assert [(entry.rank, entry.kind) for entry in history] == [(LAST_RANK, "c++"), (5, "c++"), (3, "c++"),
+                                                                (6, "nvcc")]
     assert all(entry.queued_s <= entry.granted_s <= entry.released_s for entry in history)
     granted = sorted(history[1:], key=lambda entry: entry.granted_s)
     assert [(entry.rank, entry.kind) for entry in granted] == [(6, "nvcc"), (3, "c++"), (5, "c++")]
@@ -111,8 +130,8 @@ def test_a_host_compile_that_parses_all_of_torch_s_header_is_served_as_early_as_
         write_wrapper(wrapper, kind, str(compiler), str(REPO),
                       {LIGHT_VARIABLE: str(light.folder_for(tmp_path / "light", kind))})
         arguments = ["-isystem", str(tmp_path / "include"), *flags, "-c", str(source), "-o", str(tmp_path / "x.o")]
-        environment = dict(os.environ, LABEL=f"{kind}{rank}", **server.environment(rank))
-        compilers.append(subprocess.Popen([str(wrapper), *arguments], env=environment))
+        compilers.append(compiler_of_build(server, rank, [str(wrapper), *arguments],
+                                           dict(os.environ, LABEL=f"{kind}{rank}")))
         deadline = time.monotonic() + 30
         while server.waiting() < len(compilers) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -124,29 +143,79 @@ def test_a_host_compile_that_parses_all_of_torch_s_header_is_served_as_early_as_
     server.close()
 
 
-def test_a_request_the_slot_server_cannot_read_is_served_last_and_the_server_goes_on(tmp_path):
-    """A runner can reach the slot server's socket: garbage only places its sender's compile, last."""
+def test_a_request_of_no_build_is_served_after_the_builds_and_garbage_stops_nothing(tmp_path):
+    """A runner can reach the slot server's socket: a request from outside every registered build's processes (here
+    this test's, sending garbage and then a device compile's request) waits behind every build's compile, whatever
+    it says, and the server goes on."""
+    import os
     import socket as sockets
+    import sys
     import time
 
-    from kbench.extensions.slots import SlotServer
+    from kbench.extensions.slots import SlotServer, write_wrapper
 
     server = SlotServer(slots=1, lookahead=4)
-    holder = holding_a_slot(server.address)
+    holder = compiler_of_build(server, 2, [sys.executable, "-c", HOLD_A_SLOT, server.address], dict(os.environ))
+    deadline = time.monotonic() + 30
+    while not any(entry.granted_s for entry in server.history()) and time.monotonic() < deadline:
+        time.sleep(0.02)
     senders = []
-    for message in (b"\xff\xfe not a request", b"2 c++ short\n"):
+    for message in (b"\xff\xfe not a request", b"nvcc long\n"):
         sender = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
         sender.settimeout(30)
         sender.connect(server.address)
         sender.sendall(message)
         senders.append(sender)
+    wrapper = tmp_path / "wrappers" / "c++"
+    write_wrapper(wrapper, "c++", "sh", str(REPO))
+    build = compiler_of_build(server, 7, [str(wrapper), "-c", "exit 0"], dict(os.environ))
+    deadline = time.monotonic() + 30
+    while server.waiting() < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.waiting() == 3
+    holder.terminate()  # build 2's compile ends
+    assert build.wait(timeout=30) == 0  # the last to ask, the first served: a build's short host compile
+    assert senders[0].recv(1) == b"1"  # then the others of no build, first come first
+    senders[0].close()
+    assert senders[1].recv(1) == b"1"
+    server.close()
+
+
+def test_a_build_holds_no_more_slots_than_its_share_and_its_extra_waits_excuse_nothing(tmp_path):
+    """A candidate that opens many requests (this test, registered as build 0's worker, share 1) gets one slot;
+    another build's compile, asking later, gets the other at once; the hog's extra requests wait, uncounted."""
+    import os
+    import socket as sockets
+    import time
+
+    from kbench.extensions.slots import SlotServer, write_wrapper
+
+    server = SlotServer(slots=2, lookahead=4)
+    server.register(os.getpid(), 0, 1)
+    hog = []
+    for _ in range(3):
+        request = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        request.connect(server.address)
+        request.sendall(b"nvcc long\n")
+        hog.append(request)
+    assert hog[0].recv(1) == b"1"
     deadline = time.monotonic() + 30
     while server.waiting() < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    holder.close()
-    assert senders[1].recv(1) == b"1"  # the readable request first
-    senders[1].close()
-    assert senders[0].recv(1) == b"1"
+    wrapper = tmp_path / "wrappers" / "c++"
+    write_wrapper(wrapper, "c++", "sh", str(REPO))
+    other = compiler_of_build(server, 1, [str(wrapper), "-c", "exit 0"], dict(os.environ))
+    assert other.wait(timeout=30) == 0  # the free slot, though the hog's requests came first
+    for request in hog[1:]:
+        request.settimeout(0.3)
+        try:
+            assert request.recv(1) == b"", "a build was granted more than its share"
+        except TimeoutError:
+            pass
+    assert server.waited_s(0) < 0.1  # its waits past its share excuse none of its time
+    hog[0].close()
+    hog[1].settimeout(30)
+    assert hog[1].recv(1) == b"1"  # its own slot freed: its next request goes
     server.close()
 
 
@@ -166,9 +235,9 @@ def test_a_build_s_timeout_does_not_count_its_waits_for_a_compile_slot(tmp_path)
     write_wrapper(wrapper, "c++", "sh", str(REPO))
 
     def waiting_build(rank: int) -> subprocess.Popen:
-        holder = holding_a_slot(server.address)  # another build's compile: the only slot
+        holder = holding_a_slot(server.address)  # another compile: the only slot
         threading.Timer(2.0, holder.close).start()
-        return subprocess.Popen([str(wrapper), "-c", "exit 0"], env=dict(os.environ, **server.environment(rank)))
+        return compiler_of_build(server, rank, [str(wrapper), "-c", "exit 0"], dict(os.environ))
 
     excused = waiting_build(1)
     assert _wait(excused, 1.0, lambda: None, lambda: server.waited_s(1)) == 0  # 2 s waited, then done at once
@@ -234,10 +303,12 @@ def test_a_sweep_build_compiles_in_a_slot_through_the_wrapper(cpu_config, tmp_pa
     config = replace(cpu_config, cache_dir=sharing_precompiled_headers(tmp_path, cpu_config.cache_dir), time=False,
                      sweep=0)
     pair = (PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "correct.py")
-    built = executor.build(pair, config, "cpu", "", 1)
+    built = executor.build(pair, config, "cpu", "", 1, rank=3)
     executor.end_builds()
     assert built.status == Status.BUILT, built.message
     assert server.granted == 1  # its one compile (linking takes no slot)
+    # Known as build 3's from its process tree (worker, runner, ninja, wrapper), not from anything it said.
+    assert [entry.rank for entry in executor.compiles] == [3]
     assert "/compilers/" in Path(built.log_path).read_text()  # the wrapper ran it
     # The evaluation, outside the build phase, finds the build up to date: ninja compiles nothing.
     judged = evaluate(*pair, config)

@@ -10,6 +10,13 @@ served as if its build came `lookahead` places earlier: long compiles start ahea
 behind them, while the first builds still end first and give the GPUs work early (bench/slot_order_sim.py
 compares the orders).
 
+A candidate's code runs in its build and can reach the socket, so the server trusts nothing a request says about
+whose it is: kbench registers each build's worker process when it forks it (register()), seconds before the
+build's first compile, and a request belongs to the build whose worker is its sender's ancestor (the peer's pid
+from the socket, its parents from /proc). A build holds at most its share of slots (its compiler jobs, MAX_JOBS);
+a request past that, or one of no build's, is served last and its wait excuses no build's timeout. A candidate
+that opens many requests, or claims another build's place, delays only itself.
+
 How: every runner points torch at wrapper scripts for the host compiler (CXX) and nvcc (PYTORCH_NVCC),
 torch's own hooks for compiler wrappers such as ccache (compiler_wrappers: the judge writes them). In a sweep's build
 worker, a wrapper asked to compile (`-c`) connects to the run's slot server, waits for its turn, and
@@ -31,6 +38,7 @@ import select
 import shlex
 import shutil
 import socket
+import struct
 import sys
 import tempfile
 import threading
@@ -41,7 +49,6 @@ from pathlib import Path
 from kbench.extensions import light, pch
 
 SLOTS_VARIABLE = "KBENCH_COMPILE_SLOTS"  # the slot server's socket, in a build worker's environment
-RANK_VARIABLE = "KBENCH_BUILD_RANK"      # the build's place in the sweep's build order (0 first)
 PCH_VARIABLE = "KBENCH_PCH_ROOT"         # in the c++ wrapper: where precompiled torch headers are kept (pch.py)
 LIGHT_VARIABLE = "KBENCH_LIGHT_HEADER"   # in a wrapper: the folder of its light torch/extension.h (light.py)
 
@@ -50,17 +57,18 @@ LIGHT_VARIABLE = "KBENCH_LIGHT_HEADER"   # in a wrapper: the folder of its light
 class Compile:
     """One compiler's turn, in seconds since the slot server started (released: when its wrapper went, after
     running or while still waiting; None before)."""
-    rank: int
+    rank: int  # of the build it belongs to (LAST_RANK: of none)
     kind: str  # "c++" (host) or "nvcc" (device)
     queued_s: float
     granted_s: float | None = None
     released_s: float | None = None
+    within_share: bool = True  # asked while its build held and awaited fewer slots than its share
 
 
 class SlotServer:
     """Hands out `slots` compile slots: lowest key first, where a long compile's key (a device compile, or a host
     compile that parses all of torch's header) is its build's rank minus `lookahead` and a short one's is its rank
-    (ties: long compiles first, then first come)."""
+    (ties: long compiles first, then first come); a build never holds more than its share (register())."""
 
     def __init__(self, slots: int, lookahead: int):
         self.slots = slots
@@ -72,6 +80,7 @@ class SlotServer:
         self.listener.listen(1024)
         self.granted = 0  # slots handed out so far
         self.compiles: dict[socket.socket, Compile] = {}  # every request, for benchmarks (history())
+        self._builds: dict[int, tuple[int, int]] = {}  # a build worker's pid: (its rank, its share of slots)
         self._started = time.monotonic()
         self._arrivals = itertools.count()
         self._new: set[socket.socket] = set()          # connected, request not read yet
@@ -92,12 +101,12 @@ class SlotServer:
             return sorted(self.compiles.values(), key=lambda entry: entry.queued_s)
 
     def waited_s(self, rank: int) -> float:
-        """Seconds the build of `rank` has had a compiler waiting for a slot (the union of its compilers'
-        waits): time its timeout must not count. A wait ends when it is granted or its wrapper goes."""
+        """Seconds the build of `rank` has had a compiler waiting for a slot within its share (the union of those
+        compilers' waits): time its timeout must not count. A wait ends when it is granted or its wrapper goes."""
         with self.lock:
             now = self._now()
             waits = sorted((entry.queued_s, _first(entry.granted_s, entry.released_s, now))
-                           for entry in self.compiles.values() if entry.rank == rank)
+                           for entry in self.compiles.values() if entry.rank == rank and entry.within_share)
         total, reach = 0.0, 0.0
         for start, end in waits:
             start = max(start, reach)
@@ -105,8 +114,18 @@ class SlotServer:
                 total, reach = total + end - start, end
         return total
 
-    def environment(self, rank: int) -> dict:
-        return {SLOTS_VARIABLE: self.address, RANK_VARIABLE: str(rank)}
+    def environment(self) -> dict:
+        return {SLOTS_VARIABLE: self.address}
+
+    def register(self, pid: int, rank: int, share: int) -> None:
+        """The process `pid` (a build's worker, just forked) and its descendants are the build of `rank`, which
+        may hold `share` slots at once."""
+        with self.lock:
+            self._builds[pid] = (rank, max(1, share))
+
+    def unregister(self, pid: int) -> None:
+        with self.lock:
+            self._builds.pop(pid, None)
 
     def _serve(self) -> None:
         while True:
@@ -136,10 +155,13 @@ class SlotServer:
             data = b""
         if connection in self._new and data:
             self._new.discard(connection)
-            rank, kind, ahead = _request(data)
-            key = rank - (self.lookahead if ahead else 0)
+            kind, ahead = _request(data)
+            rank, share = self._build_of(connection)
+            within_share = rank != LAST_RANK and self._in_flight(rank) < share
+            ahead = ahead and within_share  # the rest wait last, first come first served
+            key = rank - (self.lookahead if ahead else 0) if within_share else LAST_RANK
             heapq.heappush(self._queue, (key, not ahead, next(self._arrivals), connection))
-            self.compiles[connection] = Compile(rank, kind, self._now())
+            self.compiles[connection] = Compile(rank, kind, self._now(), within_share=within_share)
             return
         # End of file: a compiler ended (its slot is free) or a waiting wrapper was killed.
         self._new.discard(connection)
@@ -151,8 +173,14 @@ class SlotServer:
         connection.close()
 
     def _grant(self) -> None:
+        passed_over = []  # requests of builds that hold their share already
         while self._queue and len(self._holding) < self.slots:
-            connection = heapq.heappop(self._queue)[3]
+            entry = heapq.heappop(self._queue)
+            connection = entry[3]
+            rank = self.compiles[connection].rank
+            if self._held(rank) >= self._share(rank):
+                passed_over.append(entry)
+                continue
             try:
                 connection.sendall(b"1")
             except OSError:
@@ -161,6 +189,34 @@ class SlotServer:
             self._holding.add(connection)
             self.compiles[connection].granted_s = self._now()
             self.granted += 1
+        for entry in passed_over:
+            heapq.heappush(self._queue, entry)
+
+    def _build_of(self, connection: socket.socket) -> tuple[int, int]:
+        """(rank, share) of the registered build whose worker is the peer or its ancestor; (LAST_RANK, 1) if none:
+        the peer is no build's, or has left its build's process tree."""
+        try:
+            pid = _peer_pid(connection)
+        except (OSError, AttributeError):  # AttributeError: no SO_PEERCRED (not Linux; see _share)
+            return LAST_RANK, 1
+        for _ in range(64):  # a build's compiler is a few generations below its worker
+            if pid in self._builds:
+                return self._builds[pid]
+            pid = _parent(pid)
+            if pid <= 1:
+                break
+        return LAST_RANK, 1
+
+    def _share(self, rank: int) -> int:
+        if rank == LAST_RANK and not hasattr(socket, "SO_PEERCRED"):
+            return self.slots  # no build can be known: none is held back, all are served in arrival order
+        return next((share for build_rank, share in self._builds.values() if build_rank == rank), 1)
+
+    def _held(self, rank: int) -> int:
+        return sum(self.compiles[connection].rank == rank for connection in self._holding)
+
+    def _in_flight(self, rank: int) -> int:
+        return self._held(rank) + sum(self.compiles[entry[3]].rank == rank for entry in self._queue)
 
     def _now(self) -> float:
         # Unrounded: a release and the next grant fall in the same millisecond, and their order is the record.
@@ -174,16 +230,28 @@ class SlotServer:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _request(data: bytes) -> tuple[int, str, bool]:
-    """(rank, kind, long) of a wrapper's request ("RANK KIND long|short"). A runner can reach the socket: what it
-    sends only places its own compiles, last when it cannot be read."""
+def _request(data: bytes) -> tuple[str, bool]:
+    """(kind, long) of a wrapper's request ("KIND long|short"); anything else reads as a short host compile. What
+    it says places only its sender's build's compiles, within that build's share."""
     words = data.decode(errors="replace").split()
-    rank = int(words[0]) if words and words[0].isascii() and words[0].isdigit() else _LAST_RANK
-    kind = "nvcc" if words[1:2] == ["nvcc"] else "c++"
-    return min(rank, _LAST_RANK), kind, words[2:3] == ["long"]
+    return ("nvcc" if words[:1] == ["nvcc"] else "c++"), words[1:2] == ["long"]
 
 
-_LAST_RANK = 1 << 30  # after every build's: an unreadable request's, or a rank too large to be one
+LAST_RANK = 1 << 30  # after every build's: a request of no build's, or past its build's share
+
+
+def _peer_pid(connection: socket.socket) -> int:
+    credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", credentials)[0]
+
+
+def _parent(pid: int) -> int:
+    """The parent of `pid` from /proc (0 once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[1])  # after "pid (name) state": the name may hold spaces
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _first(*values: float | None) -> float:
@@ -297,8 +365,7 @@ def _wait_for_slot(kind: str, long: bool) -> socket.socket | None:
     try:
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.connect(os.environ[SLOTS_VARIABLE])
-        rank = int(os.environ.get(RANK_VARIABLE, "0"))
-        connection.sendall(f"{rank} {kind} {'long' if long else 'short'}\n".encode())
+        connection.sendall(f"{kind} {'long' if long else 'short'}\n".encode())
         if connection.recv(1) == b"1":
             return connection
     except (OSError, ValueError):

@@ -60,7 +60,8 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
              overrides: dict | None = None, run_id: str = "", build_only: bool = False,
              build_threads: int | None = None, build_nice: int = 0, slot_environment: dict | None = None,
              identity: Identity | None = None, on_progress: Callable[[ProgressRecord], None] | None = None,
-             excused_s: Callable[[], float] = lambda: 0.0, overlap_ending: bool = True) -> Result:
+             excused_s: Callable[[], float] = lambda: 0.0, overlap_ending: bool = True,
+             on_worker_started: Callable[[int], None] = lambda pid: None) -> Result:
     """Judge one solution against one problem in a fresh child process.
 
     With build_only, the child only imports the solution (building its extensions into the cache)
@@ -73,7 +74,8 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     timeout does not count (the build's waits for compile slots). `overlap_ending`: return once the worker has
     written its outcome, its ending (CUDA teardown) overlapping this process's next evaluation on the device,
     whose judge waits for it before using the device; only where every evaluation on the device goes through
-    this process (not on Ray, whose tasks may run in other processes).
+    this process (not on Ray, whose tasks may run in other processes). `on_worker_started(pid)` is told the
+    worker's pid the moment it exists.
     """
     device = device or resolve_device(config.device)
     started = time.monotonic()
@@ -107,7 +109,8 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
                 on_progress(ProgressRecord.load(Path(job.progress_path)))
         returncode = pool.run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment, device,
                               while_waiting=report_progress, warm=not build_only, excused_s=excused_s,
-                              result_path=Path(job.result_path) if overlap_ending else None)
+                              result_path=Path(job.result_path) if overlap_ending else None,
+                              on_start=on_worker_started)
         progress = ProgressRecord.load(Path(job.progress_path))
         if returncode != 0:  # a judge killed or dead left its runners' sessions
             for session in progress.runner_sessions:

@@ -64,14 +64,15 @@ class WorkerPool:
 
     def run(self, job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
             device: str, while_waiting: Callable[[], None] = lambda: None, warm: bool = True,
-            excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None) -> int | None:
+            excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None,
+            on_start: Callable[[int], None] = lambda pid: None) -> int | None:
         """Run one job in a worker; kill the worker's session when done or out of time. Returns the exit
         code (negative: killed by that signal), or None on timeout. `while_waiting` runs about every
         WAIT_STEP_S while the worker runs (to show its progress). `warm`: a waiting worker (its CUDA contexts
         made) may take the job; a build, which needs none, gets a fresh one. `excused_s()`: seconds so far
         that the timeout does not count (a build's waits for compile slots). `result_path`: where the worker
         writes its result; once it exists this returns 0 and the worker ends in the background, the next
-        evaluation on `device` waiting for it (ending_marker)."""
+        evaluation on `device` waiting for it (ending_marker). `on_start(pid)` is told the worker's pid at once."""
         generation = self._generation
         with log_path.open("ab") as log:
             if extra_environment or not warm:
@@ -83,6 +84,7 @@ class WorkerPool:
                     process.stdin.flush()
                 except OSError:
                     pass  # the waiting worker died: its exit code tells what happened
+            on_start(process.pid)
             try:
                 returncode = _wait(process, timeout_s, while_waiting, excused_s, result_path)
             except BaseException:

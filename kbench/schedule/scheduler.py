@@ -125,12 +125,24 @@ class LocalExecutor:
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
               rank: int = 0, on_progress: Watcher | None = None) -> Result:
         slots = self._slots
-        slot_environment = slots.environment(rank) if slots else {}
+        if slots is None:
+            return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
+                            build_threads=build_threads, build_nice=BUILD_NICE, on_progress=on_progress)
+        workers = []
+
+        def registered(pid: int) -> None:  # its compilers are its own in the slots' order, whatever they say
+            workers.append(pid)
+            slots.register(pid, rank, build_threads)
         # A build that waits for compile slots behind others' compilers is not slow itself: its timeout
         # counts the rest.
-        return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
-                        build_threads=build_threads, build_nice=BUILD_NICE, slot_environment=slot_environment,
-                        on_progress=on_progress, excused_s=(lambda: slots.waited_s(rank)) if slots else lambda: 0.0)
+        try:
+            return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
+                            build_threads=build_threads, build_nice=BUILD_NICE, slot_environment=slots.environment(),
+                            on_progress=on_progress, excused_s=lambda: slots.waited_s(rank),
+                            on_worker_started=registered)
+        finally:
+            for pid in workers:
+                slots.unregister(pid)
 
     def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str,
                  on_progress: Watcher | None = None) -> Result:
