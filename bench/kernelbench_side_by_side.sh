@@ -13,8 +13,8 @@
 #   RUN: a run folder, relative to the repo root (default .device/kb/deepseek_v4_pro_l1); N (default 16): its
 #   first N files in order of problem id that KernelBench compiled, as its eval_results.json says. CODE: the
 #   kbench tree timed (default this one). KB_TIMEOUT: seconds per KernelBench process, build or eval. SIDES:
-#   both (default), kbench or kernelbench: KernelBench's side takes 8 to 9 minutes for 16 files on an H100 or an
-#   H200 machine, so with a device call's 10-minute limit run the sides as two calls, on the same machine while
+#   both (default), kbench or kernelbench: KernelBench's side took 8 to 10.5 minutes for 16 files on H100 and
+#   H200 machines, so with a device call's 10-minute limit run the sides as two calls, on the same machine while
 #   it is held (each side starts from empty build folders either way), and put both calls' outputs in one folder:
 #   `python3 bench/kernelbench_side_by_side.py table FOLDER` reads both. KernelBench's side alone may outlast a
 #   call too: KB_KEEP (a folder outside the repo, say /tmp/kb-keep, that the machine keeps while it is held) and
