@@ -188,9 +188,12 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
     picks up where it stopped. Ends with the report of this run (see `kbench report`).
     """
     from kbench.schedule.child import new_run_id
+    from kbench.schedule.pool import worker_pool
     from kbench.schedule.sweep import select_pairs
 
     config = build_config(**options)
+    if executor_name == "local":
+        worker_pool().start_build_server()  # its import of torch beside this process's
     executor, devices = _or_usage_error(executor_and_devices, executor_name, ray_address, config.device, gpus)
     pairs, unpaired, skipped = select_pairs(problems_dir, solutions_dir, filters, out if only_failed else None,
                                             out if resume else None, config, devices[0])

@@ -91,6 +91,32 @@ def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_pa
     assert "build output here" in open(built.log_path).read()
 
 
+def test_a_build_server_started_ahead_is_the_one_the_first_build_forks_from(cpu_config, tmp_path):
+    # kbench sweep starts it first thing, so that its import of torch overlaps the sweep's own.
+    import time
+
+    from kbench.schedule.scheduler import LocalExecutor
+
+    pool = worker_pool()
+    before = pool.fork_server(waiting=False)
+    if before is not None and before.alive:  # an earlier test's: it has forked builds
+        assert before.ever_forked
+        before.process.kill()
+        deadline = time.monotonic() + 30
+        while before.alive and time.monotonic() < deadline:
+            time.sleep(0.02)
+    pool.start_build_server()
+    ahead = pool.fork_server(waiting=False)
+    assert ahead is not None and ahead is not before and ahead.alive and not ahead.ever_forked
+    solution = tmp_path / "tells_parent.py"
+    solution.write_text("import os\n"
+                        "judge = open(f'/proc/{os.getppid()}/stat').read().rsplit(')', 1)[1].split()\n"
+                        "raise RuntimeError(f'parent {judge[1]}')\n")
+    built = LocalExecutor().build((PROBLEMS / "axpy.py", solution), cpu_config, "cpu", "", 1)
+    assert pool.fork_server(waiting=False) is ahead and ahead.ever_forked
+    assert int(built.message.rsplit("parent ", 1)[1].split()[0]) == ahead.process.pid, built.message
+
+
 def test_a_waiting_worker_that_cannot_warm_up_says_why(cpu_config):
     # A machine or kbench fault while a waiting worker warms up (here: a CUDA device asked of a CPU-only torch)
     # reached the verdict as "worker exited with code 1 while starting", with its cause nowhere: the waiting

@@ -270,20 +270,31 @@ class WorkerPool:
             self._endings[key] = (marker, ender)
         ender.start()
 
+    def start_build_server(self) -> None:
+        """Start the fork server that builds' workers fork from now, ahead of the first build: its start is an
+        import of torch, which then overlaps what this process does until its first build."""
+        if sys.platform.startswith("linux"):
+            self._server(environment({}), waiting=False)
+
     def _fork(self, arguments: list[str], stdout: int | None, env: dict) -> ForkedWorker | None:
         if not sys.platform.startswith("linux"):
             return None  # fork after importing torch is only known safe on Linux
-        waiting = arguments[0] == "--wait"
+        server = self._server(env, waiting=arguments[0] == "--wait")
+        return None if server is None else server.fork_worker(arguments, env, stdout)
+
+    def _server(self, env: dict, waiting: bool) -> ForkServer | None:
+        """The living fork server for `env`'s workers, started if need be; None when one died before it forked
+        anything (it cannot work here: spawn instead)."""
         key = server_key(env), waiting
         with self._servers_lock:
             server = self._servers.get(key)
             if server is None or not server.alive:
                 if server is not None and not server.ever_forked:
-                    return None  # it died before forking anything: it cannot work here, so spawn
+                    return None
                 start = partial(self._start_python, "kbench.schedule.forkserver")
                 # One server primed for evaluations; one for builds, which starts forking sooner.
                 server = self._servers[key] = ForkServer(start, env, prime=waiting)
-        return server.fork_worker(arguments, env, stdout)
+        return server
 
     def _start_python(self, module: str, arguments: list[str], stdout=subprocess.DEVNULL, env: dict | None = None,
                       pass_fds: tuple = ()) -> subprocess.Popen:
