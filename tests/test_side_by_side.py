@@ -54,7 +54,8 @@ def test_kernelbench_s_gpu_pass_stops_at_its_deadline_and_the_next_call_goes_on(
     assert all(row["correctness"] for row in rows)
     times = json.loads((out / "kernelbench_times.json").read_text())
     assert times["build_s"] == build_s and times["gpu_calls"] == 2  # no second build pass
-    assert times["gpu_s"] >= sum(row["eval_s"] for row in rows)  # both calls' passes, every eval in them
+    # Both calls' passes, every eval in them (each row's eval_s is rounded to 10 ms).
+    assert times["gpu_s"] >= sum(row["eval_s"] for row in rows) - 0.005 * len(rows)
 
     table = subprocess.run([sys.executable, str(REPO / "bench" / "kernelbench_side_by_side.py"), "table", str(out)],
                            capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
