@@ -137,6 +137,10 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
         raise click.UsageError(f"not a Python file: {', '.join(not_python)} (a solution is a .py file "
                                "defining ModelNew)")
     config = build_config(**options)
+    from kbench.schedule.pool import worker_pool
+
+    for waiting in ([True, False] if len(solutions) > 1 else [True]):  # the evaluations' and the builds' servers
+        worker_pool().start_fork_server(waiting)  # their imports of torch beside this process's
     device = _or_usage_error(checked_device, config.device)
     folders = lambda solution: [problems_dir] if problems_dir else default_problem_dirs(solution)
     pairs = [(problem_path or _or_usage_error(pair_problem, solution, folders(solution)), solution)
@@ -193,7 +197,7 @@ def sweep_command(problems_dir, solutions_dir, filters, only_failed, resume, job
 
     config = build_config(**options)
     if executor_name == "local":
-        worker_pool().start_build_server()  # its import of torch beside this process's
+        worker_pool().start_fork_server(waiting=False)  # its import of torch beside this process's
     executor, devices = _or_usage_error(executor_and_devices, executor_name, ray_address, config.device, gpus)
     pairs, unpaired, skipped = select_pairs(problems_dir, solutions_dir, filters, out if only_failed else None,
                                             out if resume else None, config, devices[0])

@@ -104,7 +104,7 @@ def test_a_build_server_started_ahead_is_the_one_the_first_build_forks_from(cpu_
         deadline = time.monotonic() + 30
         while before.alive and time.monotonic() < deadline:
             time.sleep(0.02)
-    pool.start_build_server()
+    pool.start_fork_server(waiting=False)
     ahead = pool.fork_server(waiting=False)
     assert ahead is not None and ahead.alive and not ahead.ever_forked
     solution = tmp_path / "tells_parent.py"
@@ -114,6 +114,30 @@ def test_a_build_server_started_ahead_is_the_one_the_first_build_forks_from(cpu_
     built = LocalExecutor().build((PROBLEMS / "axpy.py", solution), cpu_config, "cpu", "", 1)
     assert pool.fork_server(waiting=False) is ahead and ahead.ever_forked
     assert int(built.message.rsplit("parent ", 1)[1].split()[0]) == ahead.process.pid, built.message
+
+
+def test_an_evaluation_server_started_ahead_is_the_one_waiting_workers_fork_from(cpu_config):
+    # kbench eval starts it first thing: its one evaluation takes a waiting worker.
+    import time
+
+    pool = worker_pool()
+    pool.stop_waiting()
+    before = pool.fork_server(waiting=True)
+    if before is not None and before.alive and before.ever_forked:  # an earlier test's workers forked from it
+        before.process.kill()
+        deadline = time.monotonic() + 30
+        while before.alive and time.monotonic() < deadline:
+            time.sleep(0.02)
+    pool.start_fork_server(waiting=True)
+    ahead = pool.fork_server(waiting=True)
+    assert ahead is not None and ahead.alive and not ahead.ever_forked
+    pool.prestart("cpu")
+    workers = pool.waiting("cpu")
+    assert workers and pool.fork_server(waiting=True) is ahead and ahead.ever_forked
+    for worker in workers:
+        stat = open(f"/proc/{worker.pid}/stat").read()
+        assert int(stat.rsplit(")", 1)[1].split()[1]) == ahead.process.pid
+    pool.stop_waiting()
 
 
 def test_a_waiting_worker_that_cannot_warm_up_says_why(cpu_config):

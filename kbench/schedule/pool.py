@@ -270,11 +270,11 @@ class WorkerPool:
             self._endings[key] = (marker, ender)
         ender.start()
 
-    def start_build_server(self) -> None:
-        """Start the fork server that builds' workers fork from now, ahead of the first build: its start is an
-        import of torch, which then overlaps what this process does until its first build."""
+    def start_fork_server(self, waiting: bool) -> None:
+        """Start the fork server that builds' workers (False) or waiting workers (True) fork from now, ahead of the
+        first: its start is an import of torch, which then overlaps what this process does until then."""
         if sys.platform.startswith("linux"):
-            self._server(environment({}), waiting=False)
+            self._server(environment({}), waiting)
 
     def _fork(self, arguments: list[str], stdout: int | None, env: dict) -> ForkedWorker | None:
         if not sys.platform.startswith("linux"):
