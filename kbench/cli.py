@@ -132,13 +132,13 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
     KernelBench run files level_<L>_problem_<ID>_sample_<S>_kernel.py pair with <ID>_*.py or a problem
     declaring KERNELBENCH_ID = <ID>. Each evaluation runs in its own child process.
     """
+    from kbench.schedule.pool import worker_pool
+
     not_python = [str(solution) for solution in solutions if solution.suffix != ".py"]
     if not_python:
         raise click.UsageError(f"not a Python file: {', '.join(not_python)} (a solution is a .py file "
                                "defining ModelNew)")
     config = build_config(**options)
-    from kbench.schedule.pool import worker_pool
-
     for waiting in ([True, False] if len(solutions) > 1 else [True]):  # the evaluations' and the builds' servers
         worker_pool().start_fork_server(waiting)  # their imports of torch beside this process's
     device = _or_usage_error(checked_device, config.device)
