@@ -91,22 +91,30 @@ def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_pa
     assert "build output here" in open(built.log_path).read()
 
 
-def test_a_build_server_started_ahead_is_the_one_the_first_build_forks_from(cpu_config, tmp_path):
-    # kbench sweep starts it first thing, so that its import of torch overlaps the sweep's own.
+def started_ahead(waiting: bool):
+    """The pool's fork server for builds (False) or waiting workers (True), started ahead of any fork: an earlier
+    test's, which has forked, is killed first."""
     import time
 
-    from kbench.schedule.scheduler import LocalExecutor
-
     pool = worker_pool()
-    before = pool.fork_server(waiting=False)
-    if before is not None and before.alive and before.ever_forked:  # an earlier test's builds forked from it
+    before = pool.fork_server(waiting)
+    if before is not None and before.alive and before.ever_forked:
         before.process.kill()
         deadline = time.monotonic() + 30
         while before.alive and time.monotonic() < deadline:
             time.sleep(0.02)
-    pool.start_fork_server(waiting=False)
-    ahead = pool.fork_server(waiting=False)
+    pool.start_fork_server(waiting)
+    ahead = pool.fork_server(waiting)
     assert ahead is not None and ahead.alive and not ahead.ever_forked
+    return ahead
+
+
+def test_a_build_server_started_ahead_is_the_one_the_first_build_forks_from(cpu_config, tmp_path):
+    # kbench sweep starts it first thing, so that its import of torch overlaps the sweep's own.
+    from kbench.schedule.scheduler import LocalExecutor
+
+    pool = worker_pool()
+    ahead = started_ahead(waiting=False)
     solution = tmp_path / "tells_parent.py"
     solution.write_text("import os\n"
                         "judge = open(f'/proc/{os.getppid()}/stat').read().rsplit(')', 1)[1].split()\n"
@@ -118,19 +126,9 @@ def test_a_build_server_started_ahead_is_the_one_the_first_build_forks_from(cpu_
 
 def test_an_evaluation_server_started_ahead_is_the_one_waiting_workers_fork_from(cpu_config):
     # kbench eval starts it first thing: its one evaluation takes a waiting worker.
-    import time
-
     pool = worker_pool()
     pool.stop_waiting()
-    before = pool.fork_server(waiting=True)
-    if before is not None and before.alive and before.ever_forked:  # an earlier test's workers forked from it
-        before.process.kill()
-        deadline = time.monotonic() + 30
-        while before.alive and time.monotonic() < deadline:
-            time.sleep(0.02)
-    pool.start_fork_server(waiting=True)
-    ahead = pool.fork_server(waiting=True)
-    assert ahead is not None and ahead.alive and not ahead.ever_forked
+    ahead = started_ahead(waiting=True)
     pool.prestart("cpu")
     workers = pool.waiting("cpu")
     assert workers and pool.fork_server(waiting=True) is ahead and ahead.ever_forked
