@@ -11,8 +11,9 @@ precompiles torch's headers for the command torch gave it.
 
 A marker in the headers' folder says a flag set was primed (or failed to be), so a cache is primed once.
 
-The header precompiled is the one a candidate's bindings file reads first: the light torch/extension.h (light.py)
-the c++ wrapper puts ahead of torch's. A sweep primes torch's default flags and the `extra_cflags` that two or
+The header precompiled is the one a candidate's bindings file reads first: for torch's default flags the light
+torch/extension.h (light.py) the c++ wrapper puts ahead of torch's; for flags that optimise host code, which the
+wrapper compiles with torch's own header, that one. A sweep primes torch's default flags and the `extra_cflags` that two or
 more of its candidates write (`-O3` is common), where every one of those flags is on an allow list (primable):
 flags that only choose optimisation, warnings, the language standard, code-generation switches and macros. A
 flag that could make this unconfined process read or run a file of the candidate's (a plugin, a response file,
