@@ -12,6 +12,9 @@ from typing import Callable
 # In a judge worker's environment: a folder of its own, removed when the worker ends, where its runners' scratch
 # and exchange folders are made and after which their cgroups are named (schedule/pool.py makes it).
 WORK_VARIABLE = "KBENCH_WORK_DIR"
+# In a judge worker's environment when its parent (the fork server) is a subreaper that kills and reaps what the
+# judge leaves: the judge then exits right after its verdict, its killed runners ending beside it.
+PARENT_REAPS_VARIABLE = "KBENCH_PARENT_REAPS"
 
 
 def signal_name(number: int) -> str:
@@ -57,14 +60,14 @@ def _session_members(session_id: int) -> list[int]:
     return _living(lambda fields: int(fields[3]) == session_id)
 
 
-def children_of(parent: int) -> list[int]:
-    """Living processes whose parent is `parent`."""
-    return _living(lambda fields: int(fields[1]) == parent)
+def children_of(parent: int, zombies: bool = False) -> list[int]:
+    """Living processes whose parent is `parent` (and, with `zombies`, the dead ones it has not reaped yet)."""
+    return _living(lambda fields: int(fields[1]) == parent, zombies)
 
 
-def _living(matches: Callable[[list[str]], bool]) -> list[int]:
-    """Processes, not zombies, whose /proc/PID/stat fields after the parenthesised command name (state ppid
-    pgrp session ...) match (Linux /proc; elsewhere, none found)."""
+def _living(matches: Callable[[list[str]], bool], zombies: bool = False) -> list[int]:
+    """Processes, not zombies unless asked for, whose /proc/PID/stat fields after the parenthesised command name
+    (state ppid pgrp session ...) match (Linux /proc; elsewhere, none found)."""
     found = []
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         if not entry.name.isdigit():
@@ -74,6 +77,6 @@ def _living(matches: Callable[[list[str]], bool]) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 3 and fields[0] != "Z" and matches(fields):
+        if len(fields) > 3 and (zombies or fields[0] != "Z") and matches(fields):
             found.append(int(entry.name))
     return found

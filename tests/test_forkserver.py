@@ -91,6 +91,36 @@ def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_pa
     assert "build output here" in open(built.log_path).read()
 
 
+DAEMON_AT_IMPORT = """import os, time
+read, write = os.pipe()
+if os.fork() == 0:  # a daemon in a session of its own, reparented away from the runner at once
+    os.setsid()
+    if os.fork() == 0:
+        os.write(write, str(os.getpid()).encode())
+        time.sleep(600)
+    os._exit(0)
+os.wait()
+raise RuntimeError(f"daemon {os.read(read, 32).decode()}")
+"""
+
+
+def test_what_a_forked_build_leaves_behind_is_gone_when_its_build_ends(cpu_config, tmp_path):
+    """A build's runner has no cgroup. A daemon its candidate detached is reparented to the judge (a subreaper)
+    and, the judge exiting right after its verdict without reaping, to the fork server: kbench kills it and waits
+    for it (reaped: not even a zombie is left) before the build counts as ended."""
+    import re
+
+    from kbench.processes import alive
+    from kbench.schedule.scheduler import LocalExecutor
+
+    solution = tmp_path / "leaves_a_daemon.py"
+    solution.write_text(DAEMON_AT_IMPORT)
+    built = LocalExecutor().build((PROBLEMS / "axpy.py", solution), cpu_config, "cpu", "", 1)
+    assert built.status == Status.LOAD_ERROR, built.message
+    daemon = int(re.search(r"daemon (\d+)", built.message).group(1))
+    assert not alive(daemon), "the daemon outlived its build"
+
+
 def started_ahead(waiting: bool):
     """The pool's fork server for builds (False) or waiting workers (True), started ahead of any fork: an earlier
     test's, which has forked, is killed first."""

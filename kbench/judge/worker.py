@@ -26,6 +26,7 @@ from kbench.judge import evaluation, guards
 from kbench.schedule.job import Job, write_json_atomic
 from kbench.judge.progress import Progress
 from kbench.judge.remote_process import Runners
+from kbench.processes import PARENT_REAPS_VARIABLE
 from kbench.loading import release_cached_memory, warm_cuda_libraries
 from kbench.results import Outcome
 from kbench.runner.limits import judge_protection
@@ -64,12 +65,14 @@ def main(argv: list[str]) -> int:
         runners = Runners.start(job.device, build_only=job.build_only)
     outcome = run(job, runners)  # the runners are killed by now
     write_json_atomic(Path(job.result_path), outcome.to_dict())
-    # The parent goes on with the verdict; the next judge on the device waits for this process's exit, after the
-    # runners' (reaped here, their CUDA contexts with any work the candidate left queued, and whatever they
-    # started). The memory this judge no longer needs goes first: the exit that follows is quicker. Interpreter
-    # teardown is skipped.
-    release_cached_memory(torch.device(job.device))
-    runners.stop()
+    # The parent goes on with the verdict; the next judge on the device waits until this process and its runners
+    # (their CUDA contexts, with any work the candidate left queued, and whatever they started) are gone. Where the
+    # parent adopts what this process leaves (forkserver.py), the runners' exits overlap this one's; else they are
+    # reaped here first, and the memory this judge no longer needs goes before, which makes its exit quicker.
+    # Interpreter teardown is skipped.
+    if os.environ.get(PARENT_REAPS_VARIABLE) != "1":
+        release_cached_memory(torch.device(job.device))
+        runners.stop()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

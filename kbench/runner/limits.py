@@ -68,9 +68,16 @@ def judge_protection() -> None:
     nor read /proc/PID/mem or environ; and a subreaper, so whatever its runner leaves behind becomes the
     judge's child, which it can find and kill (remote_process.RunnerProcess.stop)."""
     if sys.platform.startswith("linux"):
-        libc = _libc()
-        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        become_subreaper()
+
+
+def become_subreaper() -> bool:
+    """Make orphans of this process's descendants its children; whether it is a subreaper now (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    return is_subreaper()
 
 
 def protect() -> None:

@@ -15,6 +15,10 @@ parallel op). It has one thread.
 Protocol, over a SOCK_SEQPACKET socket pair: kbench sends the worker's arguments and environment (JSON)
 with two file descriptors (its stdin and stdout), the server answers "forked PID"; when a worker exits
 the server reaps it and sends "exit PID CODE" (CODE as subprocess reports it: negative for a signal).
+
+On Linux the server is a subreaper: what an ended worker leaves (its runners, killed as it wrote its verdict,
+and whatever they started) becomes the server's child, so a worker need not wait for its runners' exits before
+its own; kbench kills and waits for all of that (ForkServer.end_adopted) before the device counts as free.
 """
 
 from __future__ import annotations
@@ -27,11 +31,16 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from typing import Callable
 
+from kbench.processes import PARENT_REAPS_VARIABLE, children_of
+from kbench.runner.limits import become_subreaper
+
 # Seconds a request waits for its worker: the server's own start (importing torch) comes first.
 START_TIMEOUT_S = 300
+ADOPTED_STEP_S = 0.002  # between looks at what the server adopted, while it ends
 MAX_REQUEST_BYTES = 1 << 20  # arguments and an environment
 
 
@@ -60,6 +69,7 @@ class ForkServer:
         self.changed = threading.Condition()
         self.forked: list[int] = []
         self.exit_codes: dict[int, int] = {}
+        self.workers: set[int] = set()  # forked and not known to have exited; any other child was adopted
         self.alive = True
         self.ever_forked = False
         self.request_lock = threading.Lock()
@@ -89,6 +99,26 @@ class ForkServer:
         self.ever_forked = True
         return ForkedWorker(self, pid, os.fdopen(stdin_write, "wb"))
 
+    def end_adopted(self, limit_s: float) -> bool:
+        """Kill every process the server adopted (what ended workers left behind) and wait until each has exited,
+        its CUDA context torn down with it, and been reaped; False when something was still there after `limit_s`."""
+        deadline = time.monotonic() + limit_s
+        while True:
+            with self.request_lock:  # no fork under way: a child that is not a known worker was adopted
+                with self.changed:
+                    workers = set(self.workers)
+                adopted = [pid for pid in children_of(self.process.pid, zombies=True) if pid not in workers]
+            if not adopted:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            for pid in adopted:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(ADOPTED_STEP_S)
+
     def stop(self) -> None:
         self.socket.close()  # the server exits at end of file; its workers die with it
         self.process.kill()
@@ -106,7 +136,9 @@ class ForkServer:
             with self.changed:
                 if kind == "forked":
                     self.forked.append(int(pid))
-                elif kind == "exit":
+                    self.workers.add(int(pid))
+                elif kind == "exit" and int(pid) in self.workers:  # not an adopted process's
+                    self.workers.discard(int(pid))
                     self.exit_codes[int(pid)] = int(code[0])
                 self.changed.notify_all()
         with self.changed:
@@ -152,6 +184,7 @@ def serve(connection: socket.socket, prime: bool) -> None:
     from kbench.judge import guards, worker
 
     worker.die_with_parent()
+    reaps = become_subreaper()  # a worker's runners, left to exit beside it, become this server's to reap
     if prime:
         guards.import_op_recording()  # what a worker's first op recording imports, before any fork
         import_extension_builder()  # each judge writes the compiler wrappers with it
@@ -169,7 +202,8 @@ def serve(connection: socket.socket, prime: bool) -> None:
                 return  # kbench closed its end
             pid = os.fork()
             if pid == 0:
-                _run_worker(json.loads(message), fds, closing=(connection.fileno(), wake_read, wake_write))
+                _run_worker(json.loads(message), fds, closing=(connection.fileno(), wake_read, wake_write),
+                            parent_reaps=reaps)
             for fd in fds:
                 os.close(fd)
             connection.send(f"forked {pid}".encode())
@@ -187,9 +221,9 @@ def _reap(connection: socket.socket) -> None:
         connection.send(f"exit {pid} {os.waitstatus_to_exitcode(status)}".encode())
 
 
-def _run_worker(request: dict, fds: list[int], closing: tuple[int, ...]) -> None:
-    """In the forked child: become a worker as if spawned with the request's arguments and environment;
-    never returns."""
+def _run_worker(request: dict, fds: list[int], closing: tuple[int, ...], parent_reaps: bool) -> None:
+    """In the forked child: become a worker as if spawned with the request's arguments and environment (and told
+    whether this server reaps what it leaves); never returns."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
@@ -206,6 +240,8 @@ def _run_worker(request: dict, fds: list[int], closing: tuple[int, ...]) -> None
         os.environ.clear()
         os.environ.update(request["environment"])
         os.environ["KBENCH_PARENT_PID"] = str(os.getppid())  # it dies with the server, as the server with kbench
+        if parent_reaps:
+            os.environ[PARENT_REAPS_VARIABLE] = "1"
         from kbench.judge import worker
 
         arguments = request["arguments"]

@@ -231,6 +231,7 @@ class WorkerPool:
     def _end(self, process: Worker) -> None:
         kill_session(process.pid)
         process.wait()
+        _end_adopted(process)
         self._forget(process)
 
     def _forget(self, process: Worker) -> None:
@@ -260,6 +261,7 @@ class WorkerPool:
                     pass  # stuck after its verdict: killed below
                 kill_session(process.pid)
                 process.wait()
+                _end_adopted(process)
                 if earlier is not None:
                     earlier[1].join()
             finally:
@@ -316,6 +318,13 @@ WAIT_STEP_S = 0.5
 RESULT_POLL_S = 0.01  # how often the worker's result file is looked for: the device idles at most this long
 ENDING_S = 60.0  # a worker that wrote its result and has not exited by then is killed
 _RESULT_WRITTEN = -1000  # _wait's answer when the result exists and the worker is still ending
+
+
+def _end_adopted(process: Worker) -> None:
+    """What an ended forked worker left (its runners, killed, exit beside it), killed and waited for: its fork
+    server adopted it (forkserver.py). A spawned worker waits for its runners itself."""
+    if isinstance(process, ForkedWorker) and not process.server.end_adopted(ENDING_S):
+        print(f"kbench: processes a worker left were still there {ENDING_S:g} s after it ended", file=sys.stderr)
 
 
 def _wait(process: Worker, timeout_s: float, while_waiting: Callable[[], None],
