@@ -62,7 +62,30 @@ def _session_members(session_id: int) -> list[int]:
 
 def children_of(parent: int, zombies: bool = False) -> list[int]:
     """Living processes whose parent is `parent` (and, with `zombies`, the dead ones it has not reaped yet)."""
-    return _living(lambda fields: int(fields[1]) == parent, zombies)
+    listed = _listed_children(parent)
+    if listed is None:  # a kernel without /proc/PID/task/TID/children: every process looked at
+        return _living(lambda fields: int(fields[1]) == parent, zombies)
+    return [pid for pid in listed if zombies or _state(pid) not in ("Z", "")]
+
+
+def _listed_children(parent: int) -> list[int] | None:
+    """The children of `parent`'s threads as the kernel lists them (one small file per thread, where a scan of
+    /proc reads a file per process); None where it does not."""
+    try:
+        threads = os.listdir(f"/proc/{parent}/task")
+        return [int(pid) for thread in threads
+                for pid in Path(f"/proc/{parent}/task/{thread}/children").read_text().split()]
+    except (OSError, ValueError):
+        return None
+
+
+def _state(pid: int) -> str:
+    """The process's state letter ('R', 'S', 'Z', ...); "" once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat[stat.rfind(")") + 2:stat.rfind(")") + 3]
 
 
 def _living(matches: Callable[[list[str]], bool], zombies: bool = False) -> list[int]:
