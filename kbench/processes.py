@@ -65,7 +65,7 @@ def children_of(parent: int, zombies: bool = False) -> list[int]:
     listed = _listed_children(parent)
     if listed is None:  # a kernel without /proc/PID/task/TID/children: every process looked at
         return _living(lambda fields: int(fields[1]) == parent, zombies)
-    return [pid for pid in listed if zombies or _state(pid) not in ("Z", "")]
+    return [pid for pid in listed if zombies or stat_fields(pid)[:1] not in (["Z"], [])]
 
 
 def _listed_children(parent: int) -> list[int] | None:
@@ -79,13 +79,20 @@ def _listed_children(parent: int) -> list[int] | None:
         return None
 
 
-def _state(pid: int) -> str:
-    """The process's state letter ('R', 'S', 'Z', ...); "" once it is gone."""
+def stat_fields(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the parenthesised command name, which may hold spaces (state ppid pgrp
+    session ...); [] once the process is gone, or not on Linux."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return ""
-    return stat[stat.rfind(")") + 2:stat.rfind(")") + 3]
+        return []
+    return stat[stat.rfind(")") + 2:].split()
+
+
+def parent_of(pid: int) -> int:
+    """The parent of `pid` (0 once it is gone)."""
+    fields = stat_fields(pid)
+    return int(fields[1]) if len(fields) > 1 else 0
 
 
 def _living(matches: Callable[[list[str]], bool], zombies: bool = False) -> list[int]:
@@ -95,11 +102,7 @@ def _living(matches: Callable[[list[str]], bool], zombies: bool = False) -> list
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
+        fields = stat_fields(int(entry.name))
         if len(fields) > 3 and (zombies or fields[0] != "Z") and matches(fields):
             found.append(int(entry.name))
     return found

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbench.extensions import light, pch
+from kbench.processes import parent_of
 
 SLOTS_VARIABLE = "KBENCH_COMPILE_SLOTS"  # the slot server's socket, in a build worker's environment
 PCH_VARIABLE = "KBENCH_PCH_ROOT"         # in the c++ wrapper: where precompiled torch headers are kept (pch.py)
@@ -202,7 +203,7 @@ class SlotServer:
         for _ in range(64):  # a build's compiler is a few generations below its worker
             if pid in self._builds:
                 return self._builds[pid]
-            pid = _parent(pid)
+            pid = parent_of(pid)
             if pid <= 1:
                 break
         return LAST_RANK, 1
@@ -243,15 +244,6 @@ LAST_RANK = 1 << 30  # after every build's: a request of no build's, or past its
 def _peer_pid(connection: socket.socket) -> int:
     credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     return struct.unpack("3i", credentials)[0]
-
-
-def _parent(pid: int) -> int:
-    """The parent of `pid` from /proc (0 once it is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat[stat.rindex(")") + 2:].split()[1])  # after "pid (name) state": the name may hold spaces
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def _first(*values: float | None) -> float:

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from kbench.freezer import Freezer
-from kbench.processes import WORK_VARIABLE, children_of, kill_session, signal_name
+from kbench.processes import WORK_VARIABLE, children_of, kill_session, signal_name, stat_fields
 from kbench.runner import wire
 from kbench.runner.arenas import JudgeArenas
 from kbench.runner.limits import is_subreaper
@@ -152,10 +152,7 @@ class RunnerProcess:
 
     def cpu_seconds(self) -> float:
         """CPU time of the runner and of the children it reaped, until now (0 once it is reaped)."""
-        try:
-            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            return 0.0
+        fields = stat_fields(self.process.pid)
         # utime, stime, cutime, cstime: fields 14-17 of proc(5), the 12th-15th after the command's name
         return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
