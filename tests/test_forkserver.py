@@ -121,6 +121,44 @@ def test_what_a_forked_build_leaves_behind_is_gone_when_its_build_ends(cpu_confi
     assert not alive(daemon), "the daemon outlived its build"
 
 
+# A lineage that never stops moving: each process forks and exits at once, for 30 s, in a session of its own, and
+# writes the time to the file sys.argv[1] about every 20 ms (its build folder: a build's runner may write there).
+FORK_CHAIN = ("import os, sys, time\nos.setsid()\nend = due = time.time()\nend += 30\nwhile time.time() < end:\n"
+              "    if time.time() > due:\n        open(sys.argv[1], 'w').write(repr(time.time()))\n"
+              "        due = time.time() + 0.02\n"
+              "    if os.fork():\n        os._exit(0)\n")
+CHAIN_AT_IMPORT = f"""import os, subprocess, sys, time
+heartbeat = os.path.join(os.environ["KBENCH_TEST_BUILD_FOLDER"], "chain.heartbeat")
+subprocess.Popen([sys.executable, "-S", "-c", {FORK_CHAIN!r}, heartbeat])
+for _ in range(1000):  # until it beats: out of the runner's session by then
+    if os.path.exists(heartbeat):
+        break
+    time.sleep(0.01)
+raise RuntimeError("left a fork chain")
+"""
+
+
+def test_a_fork_chain_a_forked_build_leaves_behind_is_gone_when_its_build_ends(cpu_config, tmp_path, monkeypatch):
+    """The same with a lineage whose living member changes at every fork: killing what the fork server adopted, round
+    after round, catches it before it can run on (its heartbeat stops)."""
+    import time
+
+    from kbench.extensions.cache import solution_folder
+    from kbench.schedule.scheduler import LocalExecutor
+
+    solution = tmp_path / "leaves_a_fork_chain.py"
+    solution.write_text(CHAIN_AT_IMPORT)
+    folder = solution_folder(cpu_config.cache_dir, "extensions", solution)
+    monkeypatch.setenv("KBENCH_TEST_BUILD_FOLDER", str(folder))
+    built = LocalExecutor().build((PROBLEMS / "axpy.py", solution), cpu_config, "cpu", "", 1)
+    assert built.status == Status.LOAD_ERROR and "left a fork chain" in built.message, built.message
+    heartbeat = folder / "chain.heartbeat"
+    assert heartbeat.exists(), "the fork chain never ran"
+    last = heartbeat.read_text()
+    time.sleep(0.5)
+    assert heartbeat.read_text() == last, "the fork chain outlived its build"
+
+
 def started_ahead(waiting: bool):
     """The pool's fork server for builds (False) or waiting workers (True), started ahead of any fork: an earlier
     test's, which has forked, is killed first."""
