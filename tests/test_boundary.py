@@ -102,6 +102,7 @@ def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_m
         assert "write:denied" in result.message, result.message
         assert "compiler-wrapper:denied" in result.message, result.message  # what every later build runs
         assert "other-extensions:denied" in result.message, result.message  # what other candidates load
+        assert "own-extensions:denied" in result.message, result.message  # an evaluation writes no build cache
         assert "precompiled-headers:denied" in result.message, result.message  # what every later compile loads
         assert "exchange-folders:1-of-2-writable" in result.message, result.message  # its own, not the reference's
         assert "kernel-settings:denied" in result.message, result.message
@@ -270,15 +271,16 @@ def test_a_runner_that_dies_starting_is_told_apart_from_one_that_could_have_run_
 
 
 def test_a_candidate_runner_that_fails_warming_up_ran_nothing_of_the_candidate_s(tmp_path):
-    """The candidate's runner warms up only once confined (evaluation._confine_runner): a failure there is an
-    infrastructure failure, not the candidate's."""
+    """The candidate's runner warms up only once confined, before its job comes (runner/serve.py): a failure
+    there is an infrastructure failure, not the candidate's, told in reply to the job (evaluation._confine_runner)."""
     from types import SimpleNamespace
     from kbench.judge import evaluation
     from kbench.judge.progress import Stop
     starting = RunnerProcess("cuda:99")
     try:
         context = SimpleNamespace(config=SimpleNamespace(cache_dir=tmp_path), runner=starting)
-        confined = evaluation._confine_runner(SimpleNamespace(solution_path=str(AXPY), log_path=""), context)
+        job = SimpleNamespace(solution_path=str(AXPY), log_path="", build_only=False)
+        confined = evaluation._confine_runner(job, context)
         with pytest.raises(Stop) as stop:
             confined()
         assert stop.value.status == Status.INFRA_ERROR and "before any candidate code" in stop.value.message

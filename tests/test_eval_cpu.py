@@ -226,9 +226,21 @@ def test_a_lock_left_by_a_killed_build_does_not_block_the_next_build(cpu_config)
     # What torch leaves in a build folder when the build is killed (a timeout, a lost Ray worker).
     stale = next(cpu_config.cache_dir.rglob("axpy_correct-*")) / "lock"
     stale.touch()
-    result = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", replace(cpu_config, timeout_s=60))
-    assert result.status == Status.CORRECT, result.message
+    built = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", replace(cpu_config, timeout_s=60), build_only=True)
+    assert built.status == Status.BUILT, built.message
     assert not stale.exists()
+
+
+def test_an_evaluation_loads_what_the_build_left_without_writing_the_build_cache(cpu_config):
+    """The build phase names each module it built (cache.BUILT_MODULE); an evaluation's runner, confined before its
+    job to its own folders, loads it from there as it is: nothing in the build folder changes."""
+    judged(cpu_config, "axpy/correct.py")
+    folder = next(cpu_config.cache_dir.rglob("axpy_correct-*"))
+    assert (folder / "kbench_built.json").is_file()
+    before = {path: path.stat().st_mtime_ns for path in folder.rglob("*")}
+    result = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", cpu_config)
+    assert result.status == Status.CORRECT and result.build_reused, result.message
+    assert {path: path.stat().st_mtime_ns for path in folder.rglob("*")} == before
 
 
 def test_tuple_outputs(cpu_config):

@@ -3,6 +3,7 @@ problem's own faults are reference errors, and Ctrl-C never invents a verdict.""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -74,20 +75,24 @@ def test_a_reference_failing_at_reduced_cpu_sizes_is_its_fault_with_a_hint(cpu_c
 
 # --- Ctrl-C ------------------------------------------------------------------------------------------
 
-# The candidate signals through its own Triton cache folder, the one folder of the test's that its runner may
-# write to (named by the solution's content, which cannot name it: the runner says where it is).
+# The candidate signals through /dev/shm, which every runner may write (the GPU's device files are under /dev),
+# the build's runner and the evaluation's alike.
 HELD = """
 import os, pathlib, time
 def _hold(name):
     folder = pathlib.Path({folder!r})
-    (pathlib.Path(os.environ["TRITON_CACHE_DIR"]) / (name + {suffix!r})).touch()
+    (pathlib.Path("/dev/shm") / (name + {suffix!r})).touch()
     while (folder / "hold").exists():
         time.sleep(0.05)
 """
 
 
-def _signalled(cache_dir: Path, tmp_path: Path, name: str) -> bool:
-    return any(cache_dir.glob(f"triton/*/*/{name}-{tmp_path.name}"))
+def _signal_suffix(tmp_path: Path) -> str:
+    return f"-kbench-test-{os.getpid()}-{tmp_path.name}"
+
+
+def _signalled(tmp_path: Path, name: str) -> bool:
+    return (Path("/dev/shm") / (name + _signal_suffix(tmp_path))).exists()
 
 
 def _interruptible_sweep(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -99,7 +104,7 @@ def _interruptible_sweep(tmp_path: Path) -> tuple[Path, Path, Path]:
     (problems / "axpy.py").write_text((PROBLEMS / "axpy.py").read_text())
     plain = (SOLUTIONS / "axpy/correct_plain.py").read_text()
     (solutions / "a_quick.py").write_text(plain)
-    held = HELD.format(folder=str(tmp_path), suffix=f"-{tmp_path.name}")
+    held = HELD.format(folder=str(tmp_path), suffix=_signal_suffix(tmp_path))
     (solutions / "b_build.py").write_text(plain + held + "# builds like load_inline would\n_hold('building')\n")
     (solutions / "c_evaluation.py").write_text(plain + held + "_forward = ModelNew.forward\n"
                                                "def forward(self, *args):\n    _hold('evaluating')\n"
@@ -123,7 +128,7 @@ def test_ctrl_c_in_builds_and_evaluations_stops_at_once_and_resume_completes(tmp
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 180
-    while not (_signalled(cache_dir, tmp_path, "building") and _signalled(cache_dir, tmp_path, "evaluating")):
+    while not (_signalled(tmp_path, "building") and _signalled(tmp_path, "evaluating")):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.1)
     interrupted = time.monotonic()
@@ -136,6 +141,8 @@ def test_ctrl_c_in_builds_and_evaluations_stops_at_once_and_resume_completes(tmp
     assert [Path(row["solution"]).name for row in rows] == ["a_quick.py"] and rows[0]["status"] == "correct"
 
     (tmp_path / "hold").unlink()
+    for name in ("building", "evaluating"):
+        (Path("/dev/shm") / (name + _signal_suffix(tmp_path))).unlink()
     resumed = subprocess.run(_sweep(problems, solutions, out, cache_dir, "--resume"), env=environment,
                              capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr

@@ -1,10 +1,12 @@
 """Isolated, cached extension builds.
 
-Inside a worker, kbench wraps torch's `load_inline` and `load` before the candidate is imported.
+Inside a runner, kbench wraps torch's `load_inline` and `load` before the candidate is imported.
 Each call then builds into its own folder, keyed by a hash of everything that defines the extension
 (name, sources, flags) and of the torch/CUDA versions, so two candidates that both name their
 extension `conv_transpose1d` never share a folder and an unchanged one is never rebuilt. Builds run
-verbose so the full compiler output lands in the worker's log file.
+verbose so the full compiler output lands in the worker's log file. A build that succeeded names its
+module in its folder (BUILT_MODULE): an evaluation's runner, which may not write the cache, loads it from
+there as it is.
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import inspect
+import json
+import os
 import re
+import shutil
+import stat
 import sys
 import time
 from contextlib import contextmanager
@@ -28,6 +34,8 @@ _ARTEFACT_SUFFIXES = (".so", ".o", ".pyd", ".dll")
 # Written into a build folder whose compile failed with a compiler error; the next build with the same
 # key fails at once from it (compile errors are cached like successful builds).
 FAILED_BUILD_LOG = "kbench_failed_build.log"
+# Written into a build folder once its build succeeded: the module torch loaded from it (a JSON record).
+BUILT_MODULE = "kbench_built.json"
 
 
 class BuildError(RuntimeError):
@@ -61,6 +69,24 @@ def solution_folder(cache_dir: Path, kind: str, solution: Path) -> Path:
     built twice)."""
     digest = hashlib.sha256(Path(solution).read_bytes()).hexdigest()[:16]
     return Path(cache_dir) / kind / versions_tag() / digest
+
+
+def copy_new_entries(source: Path, destination: Path) -> None:
+    """Copy the regular files under `source` that `destination` lacks (a Triton cache: a folder per kernel), each
+    whole or not at all; links and anything else stay behind (a runner's scratch folder may hold anything)."""
+    for folder, _, names in os.walk(source):
+        target = destination / Path(folder).relative_to(source)
+        for name in names:
+            original, copy = Path(folder) / name, target / name
+            try:
+                if copy.exists() or not stat.S_ISREG(original.lstat().st_mode):
+                    continue
+                target.mkdir(parents=True, exist_ok=True)
+                partial = target / f".{name}.{os.getpid()}.partial"
+                shutil.copyfile(original, partial)
+                os.replace(partial, copy)
+            except OSError:
+                continue  # gone meanwhile, or a destination it cannot write: the next compile makes it again
 
 
 @dataclass
@@ -102,16 +128,18 @@ class BuildRecord:
         return all(self.reused) if self.reused else None
 
 
-def install_build_hooks(root: Path, record: BuildRecord) -> None:
-    """Replace torch.utils.cpp_extension.load_inline/load with keyed, recorded, verbose versions."""
+def install_build_hooks(root: Path, record: BuildRecord, private: Path | None = None) -> None:
+    """Replace torch.utils.cpp_extension.load_inline/load with keyed, recorded, verbose versions building under
+    `root`. With `private`, `root` is read-only (an evaluation's runner): an extension built there before is
+    loaded as it is, and any other is built under `private`."""
     import torch.utils.cpp_extension as cpp_extension
 
     for name in ("load_inline", "load"):
         real = getattr(cpp_extension, name)
-        setattr(cpp_extension, name, _keyed_builder(real, root, record))
+        setattr(cpp_extension, name, _keyed_builder(real, root, record, private))
 
 
-def _keyed_builder(real, root: Path, record: BuildRecord):
+def _keyed_builder(real, root: Path, record: BuildRecord, private: Path | None):
     signature = inspect.signature(real)
 
     def build(*args, **kwargs):
@@ -122,11 +150,8 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
         except TypeError:
             return real(*args, **kwargs)  # raises torch's own TypeError, before any compiler runs
         bound.apply_defaults()
-        folder = root / _extension_key(bound.arguments)
-        if not bound.arguments.get("build_directory"):
-            bound.arguments["build_directory"] = str(folder)
-        folder = Path(bound.arguments["build_directory"])
-        folder.mkdir(parents=True, exist_ok=True)
+        arguments = bound.arguments
+        folder = Path(arguments.get("build_directory") or root / _extension_key(arguments))
         failed_log = folder / FAILED_BUILD_LOG
         if failed_log.is_file():
             # Same sources, flags and versions failed to compile before: the compiler would say it again.
@@ -134,22 +159,31 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
             record.reused.append(True)
             log = failed_log.read_text(errors="replace")
             print(log, flush=True)
-            raise BuildError(str(bound.arguments.get("name")), log)
-        bound.arguments["verbose"] = True
+            raise BuildError(str(arguments.get("name")), log)
+        if private is not None and not arguments.get("build_directory"):  # the cache's folder, read-only here
+            built = _built_module(folder, arguments)
+            if built is not None:
+                return _load_built(built, folder, arguments, record)
+            folder = private / folder.name
+        arguments["build_directory"] = str(folder)
+        arguments["verbose"] = True
+        folder.mkdir(parents=True, exist_ok=True)
         before = _artefacts(folder)
         log_offset = record.log_size()
-        record.building = _describe(bound.arguments)
+        record.building = _describe(arguments)
         record.building_since = time.time()
         record.on_change()
         started = time.monotonic()
         try:
             with _sole_builder(folder):
-                return real(*bound.args, **bound.kwargs)
+                module = real(*bound.args, **bound.kwargs)
+            _name_built_module(folder, module, arguments)
+            return module
         except Exception as error:
             log = record.log_since(log_offset) + "\n" + str(error)
             if _ERROR_LINE.search(log):  # a deterministic compiler error, not a killed or timed-out build
                 (folder / FAILED_BUILD_LOG).write_text(log)
-            raise BuildError(str(bound.arguments.get("name")), log) from error
+            raise BuildError(str(arguments.get("name")), log) from error
         finally:
             record.building, record.building_since = "", None
             record.seconds += time.monotonic() - started
@@ -161,6 +195,49 @@ def _keyed_builder(real, root: Path, record: BuildRecord):
     build.__wrapped__ = real
     build.__signature__ = signature
     return build
+
+
+def _built_module(folder: Path, arguments: dict) -> str | None:
+    """The module name a successful build in `folder` recorded, when it is there to load as these arguments
+    would load it (a Python module or a library of ops, not an executable); else None."""
+    try:
+        built = json.loads((folder / BUILT_MODULE).read_text())
+        name, python_module = str(built["module"]), bool(built["python_module"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if arguments.get("is_standalone") or python_module != bool(arguments.get("is_python_module", True)):
+        return None
+    from torch.utils.cpp_extension import LIB_EXT
+    return name if (folder / f"{name}{LIB_EXT}").is_file() else None
+
+
+def _load_built(name: str, folder: Path, arguments: dict, record: BuildRecord):
+    """What torch's own load returns for a build it finds up to date, without its lock file and ninja's check
+    (both write in the folder); recorded as a build reused."""
+    from torch.utils.cpp_extension import _import_module_from_library
+    started = time.monotonic()
+    try:
+        return _import_module_from_library(name, str(folder), bool(arguments.get("is_python_module", True)))
+    except Exception as error:  # an extension that built but does not load (an undefined symbol)
+        raise BuildError(str(arguments.get("name")), str(error)) from error
+    finally:
+        record.seconds += time.monotonic() - started
+        record.folders.append(str(folder))
+        record.reused.append(True)
+
+
+def _name_built_module(folder: Path, module, arguments: dict) -> None:
+    """Record in `folder` the module its build produced (torch names it after the extension, with a version
+    suffix when one process built the same name twice)."""
+    if arguments.get("is_standalone"):
+        return
+    python_module = bool(arguments.get("is_python_module", True))
+    name = getattr(module, "__name__", None) if python_module else Path(str(module)).stem
+    if not isinstance(name, str):
+        return
+    written = folder / f".{BUILT_MODULE}.{os.getpid()}"
+    written.write_text(json.dumps({"module": name, "python_module": python_module}))
+    os.replace(written, folder / BUILT_MODULE)
 
 
 def _describe(arguments: dict) -> str:

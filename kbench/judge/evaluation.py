@@ -6,6 +6,7 @@ way is a Stop that becomes the outcome's status."""
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 import traceback
@@ -17,7 +18,7 @@ import torch
 
 from kbench import params
 from kbench.judge import guards, verdicts
-from kbench.extensions.cache import solution_folder
+from kbench.extensions.cache import copy_new_entries, solution_folder
 from kbench.extensions.slots import compiler_wrappers
 from kbench.extensions.primer import compilers_root, headers_root
 from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, WAITING_FOR_THE_LAST, Job, one_line
@@ -56,6 +57,8 @@ def judge(job: Job, device: torch.device, progress: Progress, environment: dict,
         runners_cpu_s = runners.cpu_seconds()  # read before the kill: they are reaped after the outcome is written
         with progress.spent("stopping the runners"):
             runners.kill()
+        if context.triton_caches is not None:  # what the candidate's kernels compiled, for its next evaluation
+            copy_new_entries(*context.triton_caches)
     return replace(outcome, cpu_s=_cpu_seconds(runners_cpu_s), phase_s=progress.phases())
 
 
@@ -202,19 +205,33 @@ def _reference_in_runner(stand_in: Callable[[], RemoteModel], reference: _Refere
 
 
 def _confine_runner(job: Job, context: Context) -> Callable[[], None]:
-    """Tell the candidate's runner what it may write, which it does first of all, while it is the only thread of
-    its process (limits.py); returns what waits for it to be confined and warmed up. Its own solution's build
-    folders only: the compiler wrappers (the judge writes them here) and the precompiled headers
-    (primer.py) that every later build runs are out of its reach."""
+    """Give the candidate's runner its job's settings, which it takes first of all; returns what waits for it to
+    be confined and warmed up. An evaluation's runner confined itself to its own folders at its start: it loads
+    the extensions the build phase left in the cache as they are, and its Triton cache is a copy of the
+    solution's in its scratch folder (kept when the evaluation ends: keep_new_entries). A build's runner confines
+    itself now, to its own solution's build folders besides its own: the compiler wrappers (the judge writes them
+    here) and the precompiled headers (primer.py) that every later build runs are out of its reach."""
     config, runner = context.config, context.runner
     extensions = solution_folder(config.cache_dir, "extensions", Path(job.solution_path))
     triton = solution_folder(config.cache_dir, "triton", Path(job.solution_path))
-    for folder in (extensions, triton):
-        folder.mkdir(parents=True, exist_ok=True)
     context.build_folder = extensions
+    if job.build_only:
+        extensions.mkdir(parents=True, exist_ok=True)
+        triton_cache = triton
+    else:
+        triton_cache = runner.scratch / "triton"
+        copy_new_entries(triton, triton_cache)
+        context.triton_caches = (triton_cache, triton)
     environment = compiler_wrappers(compilers_root(config.cache_dir), headers_root(config.cache_dir))
-    runner.send({"op": "confine", "environment": environment, "triton_cache": str(triton), "log_path": job.log_path,
-                 "writable": [str(runner.scratch), str(runner.exchange), str(extensions), str(triton), "/dev"]})
+    writable = [*runner.own_folders(), extensions, triton] if job.build_only else []
+    runner.send({"op": "job", "environment": environment, "triton_cache": str(triton_cache),
+                 "log": bool(job.log_path), "writable": [str(folder) for folder in writable]})
+    if job.log_path:
+        log = os.open(job.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            runner.send_descriptor(log)
+        finally:
+            os.close(log)
 
     def confined() -> None:
         try:

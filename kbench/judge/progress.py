@@ -132,7 +132,8 @@ class Context:
     overrides: dict = field(default_factory=dict)  # global overrides in use (the official sizes' or the CPU's)
     official: Outcome | None = None   # the verdict at the official sizes, once known (a sweep cannot undo it)
     build: BuildInfo = field(default_factory=BuildInfo)  # what the runner says its builds did
-    build_folder: Path | None = None  # the solution's extension builds: the runner writes there
+    build_folder: Path | None = None  # the solution's extension builds (a build's runner writes there)
+    triton_caches: tuple[Path, Path] | None = None  # (the runner's Triton cache, the solution's it started from)
     confined: Callable[[], None] = lambda: None  # waits for the candidate's runner to be confined and warm
 
     @property

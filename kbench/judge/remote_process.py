@@ -1,7 +1,8 @@
 """The runner process as the judge holds it.
 
 RunnerProcess starts the runner (kbench.runner.serve: a fork of the judge before it touches CUDA, else a fresh
-interpreter) in a session of its own, speaks to it through two pipes (runner/wire.py), stops it while the
+interpreter) in a session of its own, speaks to it through a socket and a pipe (runner/wire.py; the socket also
+carries the descriptor of the job's log, which a runner confined before its job cannot open), stops it while the
 judge times the reference, and kills its session and everything it left behind when the evaluation ends,
 before the judge writes its verdict. Runners holds an evaluation's two: the candidate's, and the reference's
 (the problem's own Model, timed under the candidate's protocol; no candidate code ever runs in it).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +27,7 @@ from kbench.freezer import Freezer
 from kbench.processes import WORK_VARIABLE, children_of, kill_session, signal_name, stat_fields
 from kbench.runner import wire
 from kbench.runner.arenas import JudgeArenas
-from kbench.runner.limits import is_subreaper
+from kbench.runner.limits import OWN_FOLDERS_VARIABLE, is_subreaper
 
 
 class RunnerDied(Exception):
@@ -69,10 +71,11 @@ class RunnerProcess:
         base = os.environ.get(WORK_VARIABLE) or None
         self.exchange = Path(tempfile.mkdtemp(prefix="kbench-exchange-", dir=base))
         self.scratch = Path(tempfile.mkdtemp(prefix="kbench-scratch-", dir=base))
-        commands_read, self.commands = os.pipe()
+        judge_end, runner_end = socket.socketpair()
+        self.commands, commands_read = judge_end.detach(), runner_end.detach()
         self.replies, replies_write = os.pipe()
         environment = {"TMPDIR": str(self.scratch), "TORCHINDUCTOR_CACHE_DIR": str(self.scratch / "inductor"),
-                       **PROFILER_TEARDOWN}
+                       OWN_FOLDERS_VARIABLE: os.pathsep.join(map(str, self.own_folders())), **PROFILER_TEARDOWN}
         arguments = [str(commands_read), str(replies_write), device] + (["protected"] if protected else []) + (
             ["build"] if build_only else [])
         if torch.cuda.is_initialized():  # a fork could not use CUDA: a fresh interpreter
@@ -91,6 +94,11 @@ class RunnerProcess:
         # starts, whatever its process group or session (freezer.py). Not for the reference's, nor for a build.
         self.freezer = None if protected or build_only else _freezer_for(self.process.pid)
 
+    def own_folders(self) -> list[Path]:
+        """What the candidate's runner may write whatever its job: its scratch and exchange folders, and /dev (the
+        GPU's device files). It confines itself to them before its job comes (runner/serve.py)."""
+        return [self.scratch, self.exchange, Path("/dev")]
+
     def request(self, message: dict, on_progress=None) -> dict:
         """Send a command and wait for its reply; progress messages on the way go to `on_progress`."""
         self.send(message)
@@ -103,6 +111,16 @@ class RunnerProcess:
             wire.send(self.commands, message)
         except (wire.ChannelClosed, BrokenPipeError):
             raise RunnerDied(self._returncode(), self, self.ready) from None
+
+    def send_descriptor(self, fd: int) -> None:
+        """Hand the runner an open file (the job's log) right after a command that says one follows."""
+        channel = socket.socket(fileno=self.commands)
+        try:
+            socket.send_fds(channel, [b"F"], [fd])
+        except OSError:
+            raise RunnerDied(self._returncode(), self, self.ready) from None
+        finally:
+            channel.detach()
 
     def reply(self, on_progress=None) -> dict:
         """The reply to the command sent last; progress messages on the way go to `on_progress`."""

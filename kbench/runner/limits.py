@@ -32,6 +32,9 @@ import sys
 import threading
 from pathlib import Path
 
+# The folders a candidate's runner may write whatever its job (os.pathsep between them), from the judge.
+OWN_FOLDERS_VARIABLE = "KBENCH_RUNNER_FOLDERS"
+
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24

@@ -3,20 +3,24 @@
 `python -m kbench.runner.serve COMMANDS_FD REPLIES_FD DEVICE [protected] [build]`, started by the judge
 (kbench.judge.remote_process) in a session of its own. The judge starts two: the candidate's, and the
 reference's (`protected`), which builds only the problem's own Model (the "stand_in" op) and never imports a
-solution and warms up (the CUDA context) at once. The candidate's runner starts no thread before it confines
-itself (limits.py), when the judge's first command ("confine") says what it may write: confinement reaches only
-the thread that asks for it and the threads it starts later, and a candidate can run code on any thread of its
-process. Then it warms up (the CUDA context, the profiler) while the judge runs the reference, and from then on
-does what the judge asks: import the solution in
-the problem's namespace (KernelBench's convention: `class ModelNew(Model)` works), build instances, call them
-on tensors in the judge's arenas and copy their outputs into the judge's output arenas. Everything here is
-the candidate's to change once it is imported; the judge trusts none of it (remote.py says how it checks).
+solution and warms up (the CUDA context) at once. The candidate's runner confines itself (limits.py) while it is
+its only thread, before anything starts a thread: confinement reaches only the thread that asks for it and the
+threads it starts later, and a candidate can run code on any thread of its process. An evaluation's runner does
+it at its start, to its own folders (scratch, exchange, /dev: whatever its job, no build cache), and then warms up
+(the CUDA context, the op recording) before its job comes; it loads the candidate's extensions from the build
+cache as the build phase left them, without writing there. A build's runner, which needs no CUDA context, confines
+itself when its job comes, to its folders and the solution's own build folders. Then it does what the judge asks:
+import the solution in the problem's namespace (KernelBench's convention: `class ModelNew(Model)` works), build
+instances, call them on tensors in the judge's arenas and copy their outputs into the judge's output arenas.
+Everything here is the candidate's to change once it is imported; the judge trusts none of it (remote.py says how
+it checks).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -42,14 +46,16 @@ def main(argv: list[str]) -> int:
         # As the judge does (worker.single_threaded); and a fork of a process whose OpenMP threads ran would
         # hang in its first parallel op.
         torch.set_num_threads(1)
+    runner = Runner(device, commands, replies, build_only)
     if protected:  # the reference's runner: no candidate code runs in it, nor may reach it
         limits.protect()
         if not build_only:
             _warm_up(device)
     else:
         _import_ahead(for_build=build_only)
+        if not build_only:  # a build needs no CUDA context (dozens at once would fill a GPU): it confines itself later
+            runner.confine_and_warm_up()
     wire.send(replies, {"event": "ready"})
-    runner = Runner(device, replies, warm=not build_only)  # a build needs no CUDA context: dozens at once fill a GPU
     while True:
         try:
             message = wire.receive(commands, limit=1 << 30)
@@ -80,12 +86,11 @@ def _import_ahead(for_build: bool) -> None:
 
 
 def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
-    """What every evaluation needs before the candidate: the CUDA context; for the reference's runner its
-    libraries (cuBLAS, cuDNN), while it waits for its job; for the candidate's runner the op recording's first
-    start. Each starts threads: the candidate's runner runs it once confined, when its job has come, while the
-    judge runs the reference: its libraries would outlast that (the judge then waits for it) and load at the
-    candidate's first call, in the untimed trials. Its kernel profiler is not started ahead: each profile ends
-    detached (remote_process.PROFILER_TEARDOWN), and a first profile made here left the trial's no faster
+    """What every evaluation needs before the candidate, made while the runner waits for its job: the CUDA
+    context; for the reference's runner its libraries (cuBLAS, cuDNN); for the candidate's runner, once confined
+    (each starts threads), the op recording's first start. The candidate's libraries load at its first call, in
+    the untimed trials. Its kernel profiler is not started ahead: each profile ends detached
+    (remote_process.PROFILER_TEARDOWN), and a first profile made here left the trial's no faster
     (docs/benchmarks.md)."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -97,10 +102,13 @@ def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
 
 
 class Runner:
-    def __init__(self, device: torch.device, replies: int, warm: bool):
+    def __init__(self, device: torch.device, commands: int, replies: int, build_only: bool):
         self.device = device
-        self.warm = warm            # warm up once confined (not for a build)
-        self.replies = replies
+        self.commands, self.replies = commands, replies
+        self.build_only = build_only  # confined when its job comes, to the solution's build folders among others
+        self.confined = False
+        self.notes: list[str] = []  # what the confinement could not do
+        self.start_failure = ""     # the warm-up's error: said in reply to the job, before any candidate code
         self.arenas = RunnerArenas()
         self.views: dict[tuple, torch.Tensor] = {}
         self.problem = None
@@ -112,8 +120,8 @@ class Runner:
         for description in message.get("arenas", []):
             self.arenas.open(description)
         op = message.get("op")
-        if op == "confine":
-            return self._confine(message)
+        if op == "job":
+            return self._job(message)
         if op == "stand_in":
             return self._stand_in(message)
         if op == "load":
@@ -155,19 +163,31 @@ class Runner:
             self.instances[message["instance"]] = problem.Model(*init).to(self.device)
         return {"ok": True}
 
-    def _confine(self, message: dict) -> dict:
-        """The judge's first command to the candidate's runner: its environment set (the compiler wrappers the
-        judge wrote), this process confined while it is the only thread (nothing before it ran torch code), then
-        warmed up."""
-        if message.get("log_path"):
-            _redirect_output(message["log_path"])
-        os.environ.setdefault("TRITON_CACHE_DIR", message["triton_cache"])
+    def confine_and_warm_up(self) -> None:
+        """An evaluation's runner, at its start: confined to its own folders (the judge names them in its
+        environment), then warmed up, while the judge waits for a job."""
+        folders = [Path(path) for path in os.environ.get(limits.OWN_FOLDERS_VARIABLE, "").split(os.pathsep) if path]
+        self.notes, self.confined = limits.confine(folders), True
+        try:
+            _warm_up(self.device, for_candidate=True)
+        except Exception as error:
+            traceback.print_exc()
+            self.start_failure = one_line(error)
+
+    def _job(self, message: dict) -> dict:
+        """The judge's first command to the candidate's runner: the job's log (its descriptor follows the
+        message), the compiler wrappers the judge wrote, the Triton cache; a build's runner confines itself now,
+        while it is the only thread (nothing before it ran torch code), to the folders the message names."""
+        if message.get("log"):
+            _take_output(self.commands)
+        os.environ["TRITON_CACHE_DIR"] = message["triton_cache"]
         os.environ.update({name: str(value) for name, value in (message.get("environment") or {}).items()
                            if name in ("CXX", "PYTORCH_NVCC")})
-        notes = limits.confine([Path(path) for path in message["writable"]])
-        if self.warm:
-            _warm_up(self.device, for_candidate=True)
-        return {"ok": True, "notes": notes}
+        if not self.confined:
+            self.notes, self.confined = limits.confine([Path(path) for path in message["writable"]]), True
+        if self.start_failure:
+            return {"failure": {"status": "runtime_error", "message": self.start_failure}}
+        return {"ok": True, "notes": self.notes}
 
     def _load(self, message: dict) -> dict:
         from kbench.extensions.cache import BuildError, BuildRecord, install_build_hooks
@@ -175,7 +195,10 @@ class Runner:
         record = BuildRecord(log_path=Path(message["log_path"]) if message.get("log_path") else None)
         record.on_change = lambda: wire.send(self.replies, {"event": "building", "building": record.building,
                                                             "since": record.building_since})
-        install_build_hooks(Path(message["extensions"]), record)
+        # An evaluation's runner writes no build cache: what the build phase left there it loads as it is, and it
+        # builds anything else in its scratch folder (gone with it).
+        private = None if self.build_only else Path(tempfile.gettempdir()) / "extensions"
+        install_build_hooks(Path(message["extensions"]), record, private)
         try:
             self.solution = load_module_in(Path(message["solution"]), "kbench_solution", self._problem(message))
         except BuildError as error:
@@ -371,6 +394,21 @@ def _redirect_output(log_path: str) -> None:
     os.dup2(descriptor, 1)
     os.dup2(descriptor, 2)
     os.close(descriptor)
+
+
+def _take_output(commands: int) -> None:
+    """This process's stdout and stderr (and the compilers') to the file whose descriptor the judge sends next
+    (the evaluation's log, which a runner confined before its job could not open)."""
+    _flush()
+    channel = socket.socket(fileno=commands)
+    try:
+        _, descriptors, _, _ = socket.recv_fds(channel, 1, 1)
+    finally:
+        channel.detach()
+    for descriptor in descriptors:
+        os.dup2(descriptor, 1)
+        os.dup2(descriptor, 2)
+        os.close(descriptor)
 
 
 def _flush() -> None:

@@ -1,8 +1,9 @@
 """One evaluation as kbench's process sees it: the result's identity, a job for a worker process, and the
 worker's outcome, or a verdict for a worker that died or hung.
 
-`evaluate()` is the library entry point: one problem, one solution, one config -> one Result. It never
-raises for anything the candidate does; the parent always gets a row to write.
+`evaluate()` is the library entry point: one problem, one solution, one config -> one Result (its build first,
+in a worker of its own, where the cache has none). It never raises for anything the candidate does; the parent
+always gets a row to write.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from kbench.config import RunConfig
+from kbench.extensions.cache import versions_tag
 from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, Job, ProgressRecord
 from kbench.processes import kill_session, signal_name
 from kbench.schedule.pool import worker_pool
@@ -76,7 +78,57 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     whose judge waits for it before using the device; only where every evaluation on the device goes through
     this process (not on Ray, whose tasks may run in other processes). `on_worker_started(pid)` is told the
     worker's pid the moment it exists.
+
+    A solution whose import builds extensions that the cache does not hold yet is built first, as a sweep's
+    build phase does (build_only): an evaluation's runner never writes the build cache (runner/serve.py).
     """
+    arguments = dict(device=device, overrides=overrides, run_id=run_id, build_threads=build_threads,
+                     build_nice=build_nice, slot_environment=slot_environment, identity=identity,
+                     on_progress=on_progress, excused_s=excused_s, on_worker_started=on_worker_started)
+    if build_only or needs_build_phase(solution_path, config):
+        built = _evaluate(problem_path, solution_path, config, build_only=True, **arguments)
+        if built.status == Status.BUILT:
+            _record_built(solution_path, config)
+        if build_only or built.status != Status.BUILT:
+            return built  # a failed build is the verdict
+        result = _evaluate(problem_path, solution_path, config, overlap_ending=overlap_ending, **arguments)
+        return result.with_outcome(build_s=built.build_s, build_reused=built.build_reused)
+    return _evaluate(problem_path, solution_path, config, overlap_ending=overlap_ending, **arguments)
+
+
+def needs_build_phase(solution_path: Path, config: RunConfig) -> bool:
+    """False when importing the solution builds nothing, or its build is already in the cache: its
+    evaluation can start at once."""
+    try:
+        solution = Solution.read(solution_path)
+    except OSError:
+        return True  # the build phase reports the unreadable file
+    return solution.builds_extension and not _built_marker(solution, config).exists()
+
+
+def _record_built(solution_path: Path, config: RunConfig) -> None:
+    """Record that importing this solution file built all it builds, into the cache."""
+    try:
+        marker = _built_marker(Solution.read(solution_path), config)
+    except OSError:
+        return
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+
+
+def _built_marker(solution: Solution, config: RunConfig) -> Path:
+    """Where a successful build of this exact solution file is recorded in the cache: its extensions' folders
+    name the modules an evaluation's runner loads as they are (cache.BUILT_MODULE)."""
+    return config.cache_dir / "loadable" / versions_tag() / solution.sha256
+
+
+def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
+              overrides: dict | None = None, run_id: str = "", build_only: bool = False,
+              build_threads: int | None = None, build_nice: int = 0, slot_environment: dict | None = None,
+              identity: Identity | None = None, on_progress: Callable[[ProgressRecord], None] | None = None,
+              excused_s: Callable[[], float] = lambda: 0.0, overlap_ending: bool = True,
+              on_worker_started: Callable[[int], None] = lambda pid: None) -> Result:
+    """evaluate() without the build phase."""
     device = device or resolve_device(config.device)
     started = time.monotonic()
     identity = identity or identify(problem_path, solution_path, config, device, run_id)

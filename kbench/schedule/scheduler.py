@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from kbench.extensions import primer
-from kbench.extensions.cache import versions_tag
 from kbench.config import RunConfig
 from kbench.schedule.job import ProgressRecord
 from kbench.results import Result, Status
 from kbench.schedule.pool import PoolClosed, worker_pool
-from kbench.schedule.child import evaluate
+from kbench.schedule.child import evaluate, needs_build_phase
 from kbench.extensions.slots import Compile, SlotServer
 from kbench.solution import Solution
 
@@ -244,30 +243,6 @@ def _needs_cuda(solution_path: Path) -> bool:
     return solution is not None and solution.needs_cuda
 
 
-def _built_marker(solution: Solution, config: RunConfig) -> Path:
-    """Where a successful build of this exact solution file is recorded in the cache."""
-    return config.cache_dir / "built" / versions_tag() / solution.sha256
-
-
-def needs_build_phase(solution_path: Path, config: RunConfig) -> bool:
-    """False when importing the solution builds nothing, or its build is already in the cache: its
-    evaluation can start at once (it imports, and if need be builds, the solution itself)."""
-    try:
-        solution = Solution.read(solution_path)
-    except OSError:
-        return True  # the build phase reports the unreadable file
-    return solution.builds_extension and not _built_marker(solution, config).exists()
-
-
-def _record_built(solution_path: Path, config: RunConfig) -> None:
-    try:
-        marker = _built_marker(Solution.read(solution_path), config)
-    except OSError:
-        return
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.touch()
-
-
 def run_pairs(pairs: list[Pair], config: RunConfig, *, devices: list[str], run_id: str = "",
               jobs: int | None = None, executor: Executor | None = None,
               on_result: Callable[[Result], None] = lambda result: None,
@@ -368,7 +343,6 @@ class _PairRun:
                 return
             self.on_built(built)
         if built.status == Status.BUILT:
-            _record_built(self.pairs[index][1], self.config)
             self.ready.put((index, built))
         else:
             self.record(index, built)
