@@ -87,18 +87,16 @@ def _import_ahead(for_build: bool) -> None:
 
 def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
     """What every evaluation needs before the candidate, made while the runner waits for its job: the CUDA
-    context; for the reference's runner its libraries (cuBLAS, cuDNN); for the candidate's runner, once confined
-    (each starts threads), the op recording's first start. The candidate's libraries load at its first call, in
-    the untimed trials. Its kernel profiler is not started ahead: each profile ends detached
+    context and the libraries (cuBLAS, cuDNN); for the candidate's runner, once confined (each starts threads),
+    also the op recording's first start. Its kernel profiler is not started ahead: each profile ends detached
     (remote_process.PROFILER_TEARDOWN), and a first profile made here left the trial's no faster
     (docs/benchmarks.md)."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)
-    if not for_candidate:
-        warm_cuda_libraries(device)
-        return
-    record_ops(lambda: torch.zeros(1) + 1)
+    warm_cuda_libraries(device)
+    if for_candidate:
+        record_ops(lambda: torch.zeros(1) + 1)
 
 
 class Runner:
