@@ -337,3 +337,20 @@ def test_baselines_pytorch_defaults_and_compile_are_timed_in_the_same_rounds(cpu
     # Compiling the reference must not look like tampering: no flag but the timing's own notes (a loaded CPU
     # can make the candidate look faster than the judge's clock confirms).
     assert not set(result.flags) - set(flags.MEASUREMENT), result.flags
+
+
+def test_an_extension_built_after_the_import_is_built_in_the_evaluation_s_own_folder(cpu_config, tmp_path):
+    """A solution that calls load_inline in ModelNew.__init__ builds nothing in the build phase: its evaluation's
+    runner, which may not write the build cache, builds it in its scratch folder, and judges it as any other."""
+    from kbench.extensions.cache import solution_folder
+
+    source = (SOLUTIONS / "axpy/correct.py").read_text()
+    source = source.replace("axpy_ext = load_inline(", "def _build():\n    return load_inline(")
+    source = source.replace("        self.alpha = alpha\n",
+                            "        self.alpha = alpha\n        global axpy_ext\n        axpy_ext = _build()\n")
+    assert "axpy_ext = _build()" in source
+    solution = tmp_path / "built_in_init.py"
+    solution.write_text(source)
+    result = evaluate(AXPY, solution, replace(cpu_config, sweep=2))
+    assert result.status == Status.CORRECT, result.message
+    assert not list(solution_folder(cpu_config.cache_dir, "extensions", solution).rglob("*.so"))

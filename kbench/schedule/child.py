@@ -92,6 +92,8 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
         if build_only or built.status != Status.BUILT:
             return built  # a failed build is the verdict
         result = _evaluate(problem_path, solution_path, config, overlap_ending=overlap_ending, **arguments)
+        if built.build_s is None:
+            return result  # its import built nothing: what the evaluation built, if anything, is the row's build
         return result.with_outcome(build_s=built.build_s, build_reused=built.build_reused)
     return _evaluate(problem_path, solution_path, config, overlap_ending=overlap_ending, **arguments)
 
