@@ -272,7 +272,7 @@ def test_a_runner_that_dies_starting_is_told_apart_from_one_that_could_have_run_
 
 def test_a_candidate_runner_that_fails_warming_up_ran_nothing_of_the_candidate_s(tmp_path):
     """The candidate's runner warms up only once confined, before its job comes (runner/serve.py): a failure
-    there is an infrastructure failure, not the candidate's, told in reply to the job (evaluation._confine_runner)."""
+    there is an infrastructure failure, not the candidate's, told in reply to the job (evaluation._send_job)."""
     from types import SimpleNamespace
     from kbench.judge import evaluation
     from kbench.judge.progress import Stop
@@ -280,7 +280,7 @@ def test_a_candidate_runner_that_fails_warming_up_ran_nothing_of_the_candidate_s
     try:
         context = SimpleNamespace(config=SimpleNamespace(cache_dir=tmp_path), runner=starting)
         job = SimpleNamespace(solution_path=str(AXPY), log_path="", build_only=False)
-        confined = evaluation._confine_runner(job, context)
+        confined = evaluation._send_job(job, context)
         with pytest.raises(Stop) as stop:
             confined()
         assert stop.value.status == Status.INFRA_ERROR and "before any candidate code" in stop.value.message

@@ -64,9 +64,9 @@ def versions_tag() -> str:
 
 def solution_folder(cache_dir: Path, kind: str, solution: Path) -> Path:
     """`kind` ("extensions", "triton") of one solution file's builds: the only build folders its build's runner
-    may write (an evaluation's writes none). Named by the file's content, so its build phase and its evaluation, and every later run of the same
-    file, share them; no other candidate can change what it loads (identical extensions in two files are
-    built twice)."""
+    may write (an evaluation's runner writes none). Named by the file's content, so its build phase and its
+    evaluation, and every later run of the same file, share them; no other candidate can change what it loads
+    (identical extensions in two files are built twice)."""
     digest = hashlib.sha256(Path(solution).read_bytes()).hexdigest()[:16]
     return Path(cache_dir) / kind / versions_tag() / digest
 

@@ -124,7 +124,7 @@ def _with_hint(status: str, message: str, job: Job, context: Context) -> str:
 
 def _stages(job: Job, context: Context, finish) -> Outcome:
     config, progress = context.config, context.progress
-    context.confined = _confine_runner(job, context)  # it warms up while the judge runs the reference
+    context.confined = _send_job(job, context)  # a build's runner confines itself while the judge goes on
     if job.wait_for:  # nothing of this judge's runs on the device before: not its memory, nor its times
         progress.enter(WAITING_FOR_THE_LAST)
         wait_for_file(Path(job.wait_for), LAST_ENDING_S)
@@ -204,13 +204,13 @@ def _reference_in_runner(stand_in: Callable[[], RemoteModel], reference: _Refere
     return timed, alone
 
 
-def _confine_runner(job: Job, context: Context) -> Callable[[], None]:
+def _send_job(job: Job, context: Context) -> Callable[[], None]:
     """Give the candidate's runner its job's settings, which it takes first of all; returns what waits for it to
     be confined and warmed up. An evaluation's runner confined itself to its own folders at its start: it loads
     the extensions the build phase left in the cache as they are, and its Triton cache is a copy of the
-    solution's in its scratch folder (kept when the evaluation ends: keep_new_entries). A build's runner confines
-    itself now, to its own solution's build folders besides its own: the compiler wrappers (the judge writes them
-    here) and the precompiled headers (primer.py) that every later build runs are out of its reach."""
+    solution's in its scratch folder (its new entries copied back when the evaluation ends). A build's runner
+    confines itself now, to its own solution's build folders besides its own: the compiler wrappers (the judge
+    writes them here) and the precompiled headers (primer.py) that every later build runs are out of its reach."""
     config, runner = context.config, context.runner
     extensions = solution_folder(config.cache_dir, "extensions", Path(job.solution_path))
     triton = solution_folder(config.cache_dir, "triton", Path(job.solution_path))
