@@ -109,6 +109,23 @@ def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_m
         assert "thread-name:writable" in result.message, result.message  # what CUDA's driver needs at cuInit
 
 
+def test_the_judge_copies_a_runner_s_triton_cache_back_through_no_link(config, tmp_path):
+    """The judge copies the new files of the candidate's Triton cache (in its runner's scratch folder) into the
+    solution's Triton folder once the runner is killed. A link in that folder, planted by an earlier run, must not
+    lead the judge's writes out of the cache."""
+    from kbench.extensions.cache import solution_folder
+    solution = tmp_path / "triton_cache_link.py"
+    solution.write_text((BOUNDARY / "triton_cache_link.py").read_text() + f"# {tmp_path.name}\n")  # a folder of its own
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = solution_folder(config.cache_dir, "triton", solution)
+    folder.mkdir(parents=True)
+    (folder / "planted").symlink_to(outside)
+    result = evaluate(AXPY, solution, config)
+    assert result.status == Status.CORRECT, result.message
+    assert not list(outside.iterdir())
+
+
 @pytest.mark.parametrize("solution, problem", [
     (BOUNDARY / "subclass_reference.py", AXPY),
     (CHEATS / "honest_weight_cache.py", CONVT),

@@ -63,30 +63,67 @@ def versions_tag() -> str:
 
 
 def solution_folder(cache_dir: Path, kind: str, solution: Path) -> Path:
-    """`kind` ("extensions", "triton") of one solution file's builds: the only build folders its build's runner
-    may write (an evaluation's runner writes none). Named by the file's content, so its build phase and its
-    evaluation, and every later run of the same file, share them; no other candidate can change what it loads
-    (identical extensions in two files are built twice)."""
+    """`kind` ("extensions", "triton") of one solution file's builds: its build's runner may write the first (an
+    evaluation's runner writes neither; the judge keeps the second). Named by the file's content, so its build
+    phase and its evaluation, and every later run of the same file, share them; no other candidate can change what
+    it loads (identical extensions in two files are built twice)."""
     digest = hashlib.sha256(Path(solution).read_bytes()).hexdigest()[:16]
     return Path(cache_dir) / kind / versions_tag() / digest
 
 
 def copy_new_entries(source: Path, destination: Path) -> None:
     """Copy the regular files under `source` that `destination` lacks (a Triton cache: a folder per kernel), each
-    whole or not at all; links and anything else stay behind (a runner's scratch folder may hold anything)."""
+    whole or not at all. What `source` holds may be anything (a runner's scratch folder): only regular files are
+    read, and nothing is written through a link, in `destination` or on the way there."""
     for folder, _, names in os.walk(source):
-        target = destination / Path(folder).relative_to(source)
+        target = _real_folder(destination, Path(folder).relative_to(source))
+        if target is None:
+            continue
         for name in names:
-            original, copy = Path(folder) / name, target / name
             try:
-                if copy.exists() or not stat.S_ISREG(original.lstat().st_mode):
-                    continue
-                target.mkdir(parents=True, exist_ok=True)
-                partial = target / f".{name}.{os.getpid()}.partial"
-                shutil.copyfile(original, partial)
-                os.replace(partial, copy)
+                _copy_file(Path(folder) / name, target / name)
             except OSError:
-                continue  # gone meanwhile, or a destination it cannot write: the next compile makes it again
+                continue  # gone meanwhile, not a regular file, or a destination it cannot write
+
+
+def _real_folder(root: Path, relative: Path) -> Path | None:
+    """root/relative, made where missing, when it and every folder on the way from root are folders, not links;
+    else None."""
+    folders = [root] + [root.joinpath(*relative.parts[:depth]) for depth in range(1, len(relative.parts) + 1)]
+    for folder in folders:
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return None
+        except FileNotFoundError:
+            try:
+                folder.mkdir(parents=folder is root)
+            except OSError:
+                return None
+        except OSError:
+            return None
+    return folders[-1]
+
+
+def _copy_file(original: Path, copy: Path) -> None:
+    """`original`, if it is a regular file, to `copy` (which must not exist, not even as a link) through a partial
+    file made anew beside it."""
+    if os.path.lexists(copy):
+        return
+    reading = os.open(original, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO swapped in never blocks
+    try:
+        if not stat.S_ISREG(os.fstat(reading).st_mode):
+            return
+        partial = copy.with_name(f".{copy.name}.{os.getpid()}.partial")
+        writing = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            with os.fdopen(os.dup(reading), "rb") as source, os.fdopen(writing, "wb") as target:
+                shutil.copyfileobj(source, target)
+            os.replace(partial, copy)
+        except OSError:
+            partial.unlink(missing_ok=True)
+            raise
+    finally:
+        os.close(reading)
 
 
 @dataclass

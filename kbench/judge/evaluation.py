@@ -208,22 +208,22 @@ def _send_job(job: Job, context: Context) -> Callable[[], None]:
     """Give the candidate's runner its job's settings, which it takes first of all; returns what waits for it to
     be confined and warmed up. An evaluation's runner confined itself to its own folders at its start: it loads
     the extensions the build phase left in the cache as they are, and its Triton cache is a copy of the
-    solution's in its scratch folder (its new entries copied back when the evaluation ends). A build's runner
-    confines itself now, to its own solution's build folders besides its own: the compiler wrappers (the judge
-    writes them here) and the precompiled headers (primer.py) that every later build runs are out of its reach."""
+    solution's in its scratch folder (its new entries copied back when the evaluation ends: only the judge writes the
+    solution's Triton folder). A build's runner confines itself now, to its own solution's extension folder besides
+    its own: the compiler wrappers (the judge writes them here) and the precompiled headers (primer.py) that every
+    later build runs are out of its reach."""
     config, runner = context.config, context.runner
     extensions = solution_folder(config.cache_dir, "extensions", Path(job.solution_path))
     triton = solution_folder(config.cache_dir, "triton", Path(job.solution_path))
     context.build_folder = extensions
-    if job.build_only:
+    triton_cache = runner.scratch / "triton"
+    if job.build_only:  # its kernels compile when first called, in the evaluation: its Triton cache stays its own
         extensions.mkdir(parents=True, exist_ok=True)
-        triton_cache = triton
     else:
-        triton_cache = runner.scratch / "triton"
         copy_new_entries(triton, triton_cache)
         context.triton_caches = (triton_cache, triton)
     environment = compiler_wrappers(compilers_root(config.cache_dir), headers_root(config.cache_dir))
-    writable = [*runner.own_folders(), extensions, triton] if job.build_only else []
+    writable = [*runner.own_folders(), extensions] if job.build_only else []
     runner.send({"op": "job", "environment": environment, "triton_cache": str(triton_cache),
                  "log": bool(job.log_path), "writable": [str(folder) for folder in writable]})
     if job.log_path:

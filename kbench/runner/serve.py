@@ -9,7 +9,7 @@ threads it starts later, and a candidate can run code on any thread of its proce
 it at its start, to its own folders (scratch, exchange, /dev: whatever its job, no build cache), and then warms up
 (the CUDA context, the op recording) before its job comes; it loads the candidate's extensions from the build
 cache as the build phase left them, without writing there. A build's runner, which needs no CUDA context, confines
-itself when its job comes, to its folders and the solution's own build folders. Then it does what the judge asks:
+itself when its job comes, to its folders and the solution's own extension folder. Then it does what the judge asks:
 import the solution in the problem's namespace (KernelBench's convention: `class ModelNew(Model)` works), build
 instances, call them on tensors in the judge's arenas and copy their outputs into the judge's output arenas.
 Everything here is the candidate's to change once it is imported; the judge trusts none of it (remote.py says how
@@ -103,7 +103,7 @@ class Runner:
     def __init__(self, device: torch.device, commands: int, replies: int, build_only: bool):
         self.device = device
         self.commands, self.replies = commands, replies
-        self.build_only = build_only  # confined when its job comes, to the solution's build folders among others
+        self.build_only = build_only  # confined when its job comes, to the solution's extension folder among others
         self.confined = False
         self.notes: list[str] = []  # what the confinement could not do
         self.start_failure = ""     # the warm-up's error: said in reply to the job, before any candidate code
