@@ -1,10 +1,12 @@
-"""Processes by what Linux says of them: a signal's name, a session killed whole, a process's living children.
-Used by the parent (killing a worker's session), the judge (its runners') and tests; imports nothing of kbench."""
+"""Processes by what Linux says of them: a signal's name, a session killed whole, a process's living children; and
+a process's output sent to a job's log. Used by the parent (killing a worker's session), the judge (its
+runners'), the runners and tests; imports nothing of kbench."""
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -106,3 +108,18 @@ def _living(matches: Callable[[list[str]], bool], zombies: bool = False) -> list
         if len(fields) > 3 and (zombies or fields[0] != "Z") and matches(fields):
             found.append(int(entry.name))
     return found
+
+
+def open_log(path: str) -> int:
+    """A job's log, opened for appending (made if missing): the judge and its runners write it."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+
+def output_to(descriptor: int) -> None:
+    """This process's stdout and stderr (and those of the processes it starts from now on) to `descriptor`, which
+    is closed then."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    os.close(descriptor)

@@ -27,6 +27,7 @@ from kbench.loading import build_reference, call_reference, clone, input_maker, 
 from kbench.judge.measure import measure, time_alone
 from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
+from kbench.processes import open_log
 from kbench.judge.progress import Context, Findings, Progress, Stop
 from kbench.judge.remote import RemoteModel, begin_stand_in, failure_of, new_candidate
 from kbench.judge.remote_process import RunnerDied, Runners, describe_exit
@@ -227,7 +228,7 @@ def _send_job(job: Job, context: Context) -> Callable[[], None]:
     runner.send({"op": "job", "environment": environment, "triton_cache": str(triton_cache),
                  "log": bool(job.log_path), "writable": [str(folder) for folder in writable]})
     if job.log_path:
-        log = os.open(job.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        log = open_log(job.log_path)
         try:
             runner.send_descriptor(log)
         finally:

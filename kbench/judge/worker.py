@@ -26,7 +26,7 @@ from kbench.judge import evaluation, guards
 from kbench.schedule.job import Job, write_json_atomic
 from kbench.judge.progress import Progress
 from kbench.judge.remote_process import Runners
-from kbench.processes import PARENT_REAPS_VARIABLE
+from kbench.processes import PARENT_REAPS_VARIABLE, open_log, output_to
 from kbench.loading import release_cached_memory, warm_cuda_libraries
 from kbench.results import Outcome
 from kbench.runner.limits import judge_protection
@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
                 runners.stop()
             return 0  # the parent closed the pipe: no job came
         job = Job.load(Path(line))
-        _redirect_output(job.log_path)
+        output_to(open_log(job.log_path))  # and its children's
         if runners is None:
             sys.stderr.write(f"kbench's worker failed to warm up before the job came:\n{warm_up_failure}")
             return 1
@@ -104,16 +104,6 @@ def _warm_up(device: str) -> Runners:
         torch.zeros(1, device=device)  # creates the CUDA context
         warm_cuda_libraries(torch.device(device))
     return runners
-
-
-def _redirect_output(log_path: str) -> None:
-    """Send this process's stdout/stderr (and its children's) to the job's log file."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.dup2(descriptor, 1)
-    os.dup2(descriptor, 2)
-    os.close(descriptor)
 
 
 def run(job: Job, runners: Runners) -> Outcome:

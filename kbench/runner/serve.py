@@ -32,6 +32,7 @@ import torch
 from kbench.extensions import import_extension_builder
 from kbench.judge.guards import record_ops
 from kbench.loading import release_cached_memory, synchronize, warm_cuda_libraries
+from kbench.processes import open_log, output_to
 from kbench.schedule.job import one_line
 from kbench.runner import limits, wire
 from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
@@ -104,7 +105,6 @@ class Runner:
         self.device = device
         self.commands, self.replies = commands, replies
         self.build_only = build_only  # confined when its job comes, to the solution's extension folder among others
-        self.confined = False
         self.notes: list[str] = []  # what the confinement could not do
         self.start_failure = ""     # the warm-up's error: said in reply to the job, before any candidate code
         self.arenas = RunnerArenas()
@@ -153,7 +153,7 @@ class Runner:
         candidate's protocol (measure.py)."""
         from kbench.problem import overridden
         if message.get("log_path"):
-            _redirect_output(message["log_path"])
+            output_to(open_log(message["log_path"]))
         problem = self._problem(message)
         init = [self._argument(item) for item in message["init"]]
         with overridden(problem, wire.decode_value(message.get("overrides", {}))):
@@ -165,7 +165,7 @@ class Runner:
         """An evaluation's runner, at its start: confined to its own folders (the judge names them in its
         environment), then warmed up, while the judge waits for a job."""
         folders = [Path(path) for path in os.environ.get(limits.OWN_FOLDERS_VARIABLE, "").split(os.pathsep) if path]
-        self.notes, self.confined = limits.confine(folders), True
+        self.notes = limits.confine(folders)
         try:
             _warm_up(self.device, for_candidate=True)
         except Exception as error:
@@ -181,8 +181,8 @@ class Runner:
         os.environ["TRITON_CACHE_DIR"] = message["triton_cache"]
         os.environ.update({name: str(value) for name, value in (message.get("environment") or {}).items()
                            if name in ("CXX", "PYTORCH_NVCC")})
-        if not self.confined:
-            self.notes, self.confined = limits.confine([Path(path) for path in message["writable"]]), True
+        if self.build_only:  # an evaluation's runner confined itself at its start
+            self.notes = limits.confine([Path(path) for path in message["writable"]])
         if self.start_failure:
             return {"failure": {"status": "runtime_error", "message": self.start_failure}}
         return {"ok": True, "notes": self.notes}
@@ -385,28 +385,16 @@ def _build_info(record) -> dict:
             "extensions": len(record.folders)}
 
 
-def _redirect_output(log_path: str) -> None:
-    """This process's stdout and stderr (and the compilers') to the evaluation's log."""
-    _flush()
-    descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.dup2(descriptor, 1)
-    os.dup2(descriptor, 2)
-    os.close(descriptor)
-
-
 def _take_output(commands: int) -> None:
     """This process's stdout and stderr (and the compilers') to the file whose descriptor the judge sends next
     (the evaluation's log, which a runner confined before its job could not open)."""
-    _flush()
     channel = socket.socket(fileno=commands)
     try:
         _, descriptors, _, _ = socket.recv_fds(channel, 1, 1)
     finally:
         channel.detach()
     for descriptor in descriptors:
-        os.dup2(descriptor, 1)
-        os.dup2(descriptor, 2)
-        os.close(descriptor)
+        output_to(descriptor)
 
 
 def _flush() -> None:
