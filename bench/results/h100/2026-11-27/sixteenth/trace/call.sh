@@ -1,4 +1,6 @@
+# Run with trace.patch applied to the tree: patch -p1 < bench/results/h100/2026-11-27/sixteenth/trace/trace.patch
 export PATH=$PATH:/usr/local/cuda/bin TORCH_CUDA_ARCH_LIST=9.0 PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+mkdir -p .device/trivial; for p in problems/*.py; do printf 'class ModelNew(Model):\n    pass\n' > .device/trivial/$(basename $p); done  # the stand-in candidates
 export KBENCH_CACHE_DIR=/tmp/kbt
 nvidia-smi --query-gpu=name,driver_version --format=csv > $OUT/gpu.txt
 timeout 200 python3 -m kbench sweep --solutions .device/trivial --problems problems --out /tmp/warm0.csv > /tmp/warm0.txt 2>&1; tail -1 /tmp/warm0.txt
