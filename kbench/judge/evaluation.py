@@ -126,9 +126,7 @@ def _with_hint(status: str, message: str, job: Job, context: Context) -> str:
 def _stages(job: Job, context: Context, finish) -> Outcome:
     config, progress = context.config, context.progress
     context.confined = _send_job(job, context)  # a build's runner confines itself while the judge goes on
-    if job.wait_for:  # nothing of this judge's runs on the device before: not its memory, nor its times
-        progress.enter(WAITING_FOR_THE_LAST)
-        wait_for_file(Path(job.wait_for), LAST_ENDING_S)
+    context.last_ending = LastEnding(job.wait_for, progress)
     progress.enter("loading problem")
     problem_module = load_problem(job.problem_path)
     overrides = dict(job.overrides)
@@ -140,9 +138,9 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
         return context.findings.outcome(Status.BUILT)
     with torch.no_grad():
         with overridden(problem_module, overrides):
-            reference, stand_in = _reference_first(job, problem_module, context)
-            if stand_in is not None:
-                reference.timed, reference.alone = _reference_in_runner(stand_in, reference, context)
+            reference = _reference_first(job, problem_module, context)
+            if config.time:
+                reference.timed, reference.alone = _reference_in_runner(job, reference, context)
             _import_solution(job, context)
             official = context.official = _official_verdict(reference, context)
         context.reference_runner.kill()  # nothing after the official verdict needs it: its exit overlaps the sweep
@@ -164,16 +162,26 @@ class _Reference:
     alone: Timing | None = None       # its timed calls before the candidate existed (None: not taken)
 
 
-def _reference_first(job: Job, problem_module, context: Context) -> tuple[_Reference, Callable | None]:
+def _reference_first(job: Job, problem_module, context: Context) -> _Reference:
     """Build and run the reference at the evaluation's sizes before the candidate exists: a reference that fails
-    here is the problem's fault, whatever the candidate is, and its time here is one no candidate touched.
-    When candidates are timed, the same Model is being built in the reference's runner meanwhile: the second
-    is what waits for it."""
-    config, device = context.config, context.device
+    here is the problem's fault, whatever the candidate is. Nothing here is timed, so it runs while the last
+    evaluation on the device may still be ending (LastEnding); should its judge still hold the room this needs,
+    it runs again once that one has gone."""
     context.progress.enter("running the reference")
+    try:
+        return _reference_called(problem_module, context)
+    except torch.OutOfMemoryError:
+        if not context.last_ending.pending:
+            raise
+    context.last_ending.wait()
+    release_cached_memory(context.device)
+    context.progress.enter("running the reference")
+    return _reference_called(problem_module, context)
+
+
+def _reference_called(problem_module, context: Context) -> _Reference:
+    config, device = context.config, context.device
     model, init_inputs = build_reference(problem_module, config.seed, device)
-    stand_in = begin_stand_in(context.reference_runner, job.problem_path, config.policy, init_inputs, config.seed,
-                              context.overrides, job.log_path) if config.time else None
     make_inputs = input_maker(problem_module, device)
     outputs: list = []
     inputs = make_inputs(config.seed)
@@ -184,17 +192,25 @@ def _reference_first(job: Job, problem_module, context: Context) -> tuple[_Refer
     ops = guards.record_ops(first_call) if config.guards else (first_call() or set())
     guards.poison(outputs.pop())
     mutates = guards.inputs_mutated(inputs, used)
-    return _Reference(model, init_inputs, make_inputs, ops, mutates), stand_in
+    return _Reference(model, init_inputs, make_inputs, ops, mutates)
 
 
-def _reference_in_runner(stand_in: Callable[[], RemoteModel], reference: _Reference,
-                         context: Context) -> tuple[RemoteModel, Timing | None]:
-    """The problem's Model built in the reference's runner, the one the timing loop times beside the candidate
-    under the same protocol; and (GPU, guards) its time alone, before the candidate is imported: what no
-    candidate can have slowed."""
+def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> tuple[RemoteModel, Timing | None]:
+    """The problem's Model built in the reference's runner (while the last evaluation on the device ends), the one
+    the timing loop times beside the candidate under the same protocol; and (GPU, guards) its time alone, before
+    the candidate is imported: what no candidate can have slowed."""
     config = context.config
+    stand_in = _begin_stand_in(job, reference, context)
+    before_the_last_ended = context.last_ending.pending
+    context.last_ending.wait()  # nothing is timed before
     context.progress.enter("timing the reference alone")
-    timed = stand_in()
+    try:
+        timed = stand_in()
+    except Stop as stop:  # the room it needed may have been the last judge's: once it is gone, again
+        if not (before_the_last_ended and "out of memory" in stop.message):
+            raise
+        release_cached_memory(context.device)
+        timed = _begin_stand_in(job, reference, context)()
     if not (config.guards and context.device.type == "cuda"):
         return timed, None
     with context.progress.spent("guard: reference alone"):
@@ -203,6 +219,12 @@ def _reference_in_runner(stand_in: Callable[[], RemoteModel], reference: _Refere
     # need the room (an 8 GiB output: both runners' arenas and the float64 truth do not fit an 80 GB card together).
     timed.release_arenas()
     return timed, alone
+
+
+def _begin_stand_in(job: Job, reference: _Reference, context: Context) -> Callable[[], RemoteModel]:
+    config = context.config
+    return begin_stand_in(context.reference_runner, job.problem_path, config.policy, reference.init_inputs,
+                          config.seed, context.overrides, job.log_path)
 
 
 def _send_job(job: Job, context: Context) -> Callable[[], None]:
@@ -254,6 +276,7 @@ def _import_solution(job: Job, context: Context) -> None:
     """The runner (confined by now) imports the solution in the problem's namespace, building its extensions; a
     failure there is the candidate's (compile_error, load_error)."""
     progress = context.progress
+    context.last_ending.wait()  # nothing of the candidate's runs before
     progress.enter("loading solution")
     context.confined()
     runner = context.runner
@@ -310,6 +333,27 @@ def _cpu_seconds(runners_cpu_s: float) -> float:
     """CPU time of the judge, of the children it waited for, and of its runners (through them the compilers)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + runners_cpu_s, 3)
+
+
+class LastEnding:
+    """The last evaluation on this device, still ending when this one starts (its judge's CUDA context going):
+    `marker` (Job.wait_for, "" for none) appears once it and its runners are gone. This judge runs its reference
+    meanwhile, and waits for it before anything is timed and before any of the candidate's code runs."""
+
+    def __init__(self, marker: str, progress: Progress):
+        self.marker = marker
+        self.progress = progress
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.marker)
+
+    def wait(self) -> None:
+        """Until the last evaluation has ended (at once after the first time)."""
+        if self.marker:
+            self.progress.enter(WAITING_FOR_THE_LAST)
+            wait_for_file(Path(self.marker), LAST_ENDING_S)
+            self.marker = ""
 
 
 WAIT_STEP_S = 0.002

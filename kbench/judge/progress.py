@@ -135,6 +135,7 @@ class Context:
     build_folder: Path | None = None  # the solution's extension builds (a build's runner writes there)
     triton_caches: tuple[Path, Path] | None = None  # (the runner's Triton cache, the solution's it started from)
     confined: Callable[[], None] = lambda: None  # waits for the candidate's runner to be confined and warm
+    last_ending: object = None  # evaluation.LastEnding: the last evaluation on the device, until it has ended
 
     @property
     def sizes(self) -> str:
