@@ -25,13 +25,14 @@ def load_problem(path: str):
 
 
 def build_reference(problem_module, seed: int, device):
-    """Model(*get_init_inputs()) built right after `seed`, and the init arguments."""
+    """Model(*get_init_inputs()) built right after `seed`, and the init arguments. Running out of memory may be
+    another process's doing (evaluation.py decides)."""
     torch.manual_seed(seed)
     try:
         init_inputs = list(problem_module.get_init_inputs())
         return problem_module.Model(*init_inputs).to(device), init_inputs
     except Exception as error:
-        if lost_context(error):
+        if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
             raise
         raise Stop(Status.REFERENCE_ERROR, f"reference failed to build: {one_line(error)}")
 
