@@ -3,9 +3,9 @@ runner request, and the judge's own functions by cumulative time.
 
     PYTHONPATH=$PWD python3 bench/judge_profile.py PROBLEM SOLUTION [PROBLEM SOLUTION ...] [--device cuda:0]
 
-Runs each evaluation the way a waiting worker does (the runner forked and both processes warmed up first,
-not counted), in this process, under cProfile. Build the solutions first (`kbench build`, same cache) or
-the first evaluation's profile is its build.
+Runs each evaluation the way a waiting worker does (the runners forked and warmed up first, not counted), under
+cProfile, each in a process of its own. Build the solutions first (a `kbench sweep` of them, same cache) or
+the profile is their build.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import cProfile
 import collections
 import io
 import pstats
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -68,9 +70,13 @@ def main() -> None:
     arguments = parser.parse_args()
     if len(arguments.pairs) % 2:
         parser.error("give PROBLEM SOLUTION pairs")
-    device = resolve_device(arguments.device)
-    for problem, solution in zip(arguments.pairs[::2], arguments.pairs[1::2]):
-        profile_one(problem, solution, device, arguments.top)
+    pairs = list(zip(arguments.pairs[::2], arguments.pairs[1::2]))
+    if len(pairs) > 1:  # a process of its own each: in one that has used CUDA, runners start cold (fresh interpreters)
+        for problem, solution in pairs:
+            subprocess.run([sys.executable, __file__, str(problem), str(solution), "--device", arguments.device,
+                            "--top", str(arguments.top)], check=False)
+        return
+    profile_one(*pairs[0], resolve_device(arguments.device), arguments.top)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def judge(job: Job, device: torch.device, progress: Progress, environment: dict,
     """The outcome of `job`; `environment` (device name, versions) goes into it as it is. `runners` are this
     evaluation's (started, perhaps warm); they are killed before this returns, and reaped by the caller once
     the outcome is written (their exits overlap the parent's next evaluation, whose judge waits for this one's
-    exit before it uses the device)."""
+    exit before it times anything: LastEnding)."""
     context = Context(job.config, device, progress, Findings(progress), runner=runners.candidate,
                       reference_runner=runners.reference)
     progress.update(runner_sessions=runners.sessions)

@@ -65,8 +65,9 @@ def main(argv: list[str]) -> int:
         runners = Runners.start(job.device, build_only=job.build_only)
     outcome = run(job, runners)  # the runners are killed by now
     write_json_atomic(Path(job.result_path), outcome.to_dict())
-    # The parent goes on with the verdict; the next judge on the device waits until this process and its runners
-    # (their CUDA contexts, with any work the candidate left queued, and whatever they started) are gone. Where the
+    # The parent goes on with the verdict; the next judge on the device runs its reference meanwhile, and times
+    # nothing until this process and its runners (their CUDA contexts, with any work the candidate left queued, and
+    # whatever they started) are gone. Where the
     # parent adopts what this process leaves (forkserver.py), the runners' exits overlap this one's; else they are
     # reaped here first, and the memory this judge no longer needs goes before, which makes its exit quicker.
     # Interpreter teardown is skipped.

@@ -75,7 +75,7 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     sees the worker's progress record every half second or so while it runs. `excused_s()`: seconds the
     timeout does not count (the build's waits for compile slots). `overlap_ending`: return once the worker has
     written its outcome, its ending (CUDA teardown) overlapping this process's next evaluation on the device,
-    whose judge waits for it before using the device; only where every evaluation on the device goes through
+    whose judge waits for it before timing anything; only where every evaluation on the device goes through
     this process (not on Ray, whose tasks may run in other processes). `on_worker_started(pid)` is told the
     worker's pid the moment it exists.
 

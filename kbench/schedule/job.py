@@ -30,7 +30,7 @@ class Job:
     overrides: dict = field(default_factory=dict)  # problem globals to override (empty: official, or small on a CPU)
     log_path: str = ""         # the worker's stdout/stderr file (build output lands there)
     build_only: bool = False   # import the solution (building its extensions) and stop
-    wait_for: str = ""         # a file that appears once the last evaluation on the device has ended: wait for it
+    wait_for: str = ""         # a file that appears once the last evaluation on the device has ended (LastEnding)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(dict(asdict(self), config=self.config.to_dict())))

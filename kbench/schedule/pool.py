@@ -9,8 +9,9 @@ their own environment, get a worker of their own. Each worker runs in a session 
 killed whole when its job ends, on Ctrl-C and at exit: nothing may outlive kbench.
 
 An evaluation's result is taken the moment its worker has written it; the worker's ending (its runners
-reaped, its exit, CUDA teardown and all) then overlaps the next evaluation on the device, whose judge waits
-for that ending (`Job.wait_for`) before it uses the device (judge/evaluation.py).
+reaped, its exit, CUDA teardown and all) then overlaps the next evaluation on the device, whose judge runs its
+reference meanwhile and waits for that ending (`Job.wait_for`) before it times anything or loads the candidate
+(judge/evaluation.py).
 """
 
 from __future__ import annotations
