@@ -138,7 +138,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
         return context.findings.outcome(Status.BUILT)
     with torch.no_grad():
         with overridden(problem_module, overrides):
-            reference = _reference_first(job, problem_module, context)
+            reference = _reference_first(problem_module, context)
             if config.time:
                 reference.timed, reference.alone = _reference_in_runner(job, reference, context)
             _import_solution(job, context)
@@ -162,7 +162,7 @@ class _Reference:
     alone: Timing | None = None       # its timed calls before the candidate existed (None: not taken)
 
 
-def _reference_first(job: Job, problem_module, context: Context) -> _Reference:
+def _reference_first(problem_module, context: Context) -> _Reference:
     """Build and run the reference at the evaluation's sizes before the candidate exists: a reference that fails
     here is the problem's fault, whatever the candidate is. Nothing here is timed, so it runs while the last
     evaluation on the device may still be ending (LastEnding); should its judge still hold the room this needs,

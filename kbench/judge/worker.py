@@ -67,10 +67,9 @@ def main(argv: list[str]) -> int:
     write_json_atomic(Path(job.result_path), outcome.to_dict())
     # The parent goes on with the verdict; the next judge on the device runs its reference meanwhile, and times
     # nothing until this process and its runners (their CUDA contexts, with any work the candidate left queued, and
-    # whatever they started) are gone. Where the
-    # parent adopts what this process leaves (forkserver.py), the runners' exits overlap this one's; else they are
-    # reaped here first, and the memory this judge no longer needs goes before, which makes its exit quicker.
-    # Interpreter teardown is skipped.
+    # whatever they started) are gone. Where the parent adopts what this process leaves (forkserver.py), the
+    # runners' exits overlap this one's; else they are reaped here first, and the memory this judge no longer needs
+    # goes before, which makes its exit quicker. Interpreter teardown is skipped.
     if os.environ.get(PARENT_REAPS_VARIABLE) != "1":
         release_cached_memory(torch.device(job.device))
         runners.stop()
