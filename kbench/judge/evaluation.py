@@ -138,7 +138,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
         return context.findings.outcome(Status.BUILT)
     with torch.no_grad():
         with overridden(problem_module, overrides):
-            reference = _reference_first(problem_module, context)
+            reference = _reference_first(job, problem_module, context)
             if config.time:
                 reference.timed, reference.alone = _reference_in_runner(job, reference, context)
             _import_solution(job, context)
@@ -158,59 +158,73 @@ class _Reference:
     make_inputs: object        # loading.input_maker at the evaluation's sizes
     ops: set[str]              # the aten ops its first call dispatched (empty without guards)
     mutates_inputs: bool       # its first call changed its inputs (else the trials call it on theirs, uncopied)
-    timed: RemoteModel | None = None  # the same Model in the reference's runner: the one timed (None: no timing)
+    stand_in: Callable[[], RemoteModel] | None = None  # waits for the same Model, begun in the reference's runner
+    timed: RemoteModel | None = None  # that Model, built: the one timed (None: no timing)
     alone: Timing | None = None       # its timed calls before the candidate existed (None: not taken)
 
 
-def _reference_first(problem_module, context: Context) -> _Reference:
+def _reference_first(job: Job, problem_module, context: Context) -> _Reference:
     """Build and run the reference at the evaluation's sizes before the candidate exists: a reference that fails
-    here is the problem's fault, whatever the candidate is. Nothing here is timed, so it runs while the last
-    evaluation on the device may still be ending (LastEnding); should its judge still hold the room this needs,
-    it runs again once that one has gone."""
+    here is the problem's fault, whatever the candidate is. When candidates are timed, the same Model is being
+    built in the reference's runner meanwhile. Nothing here is timed, so it runs while the last evaluation on the
+    device may still be ending (LastEnding); should its judge still hold the room this needs, it runs again once
+    that one has gone."""
     context.progress.enter("running the reference")
     try:
-        return _reference_called(problem_module, context)
+        return _reference_called(job, problem_module, context)
     except torch.OutOfMemoryError:
         if not context.last_ending.pending:
             raise
     context.last_ending.wait()
     release_cached_memory(context.device)
     context.progress.enter("running the reference")
-    return _reference_called(problem_module, context)
+    return _reference_called(job, problem_module, context)
 
 
-def _reference_called(problem_module, context: Context) -> _Reference:
+def _reference_called(job: Job, problem_module, context: Context) -> _Reference:
     config, device = context.config, context.device
     model, init_inputs = build_reference(problem_module, config.seed, device)
+    stand_in = _begin_stand_in(job, init_inputs, context) if config.time else None
     make_inputs = input_maker(problem_module, device)
     outputs: list = []
-    inputs = make_inputs(config.seed)
-    used = clone(inputs)  # nothing else is held yet: the one time a copy costs no room
+    try:
+        inputs = make_inputs(config.seed)
+        used = clone(inputs)  # nothing else is held yet: the one time a copy costs no room
 
-    def first_call():  # a reference that fails here is the problem's fault
-        outputs.append(call_reference(model, used, device, cloned=True))
-    ops = guards.record_ops(first_call) if config.guards else (first_call() or set())
+        def first_call():  # a reference that fails here is the problem's fault
+            outputs.append(call_reference(model, used, device, cloned=True))
+        ops = guards.record_ops(first_call) if config.guards else (first_call() or set())
+    except torch.OutOfMemoryError:
+        if stand_in is not None:  # its reply comes first: the reference's runner answers in order
+            _drained(stand_in)
+        raise
     guards.poison(outputs.pop())
     mutates = guards.inputs_mutated(inputs, used)
-    return _Reference(model, init_inputs, make_inputs, ops, mutates)
+    return _Reference(model, init_inputs, make_inputs, ops, mutates, stand_in)
+
+
+def _drained(stand_in: Callable[[], RemoteModel]) -> None:
+    try:
+        stand_in()
+    except Stop:
+        pass  # its own failure, if any, is seen again when it is begun again
 
 
 def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> tuple[RemoteModel, Timing | None]:
-    """The problem's Model built in the reference's runner (while the last evaluation on the device ends), the one
-    the timing loop times beside the candidate under the same protocol; and (GPU, guards) its time alone, before
-    the candidate is imported: what no candidate can have slowed."""
+    """The problem's Model built in the reference's runner, the one the timing loop times beside the candidate
+    under the same protocol; and (GPU, guards) its time alone, once the last evaluation on the device has ended and
+    before the candidate is imported: what no candidate can have slowed."""
     config = context.config
-    stand_in = _begin_stand_in(job, reference, context)
-    before_the_last_ended = context.last_ending.pending
+    begun_before_the_last_ended = context.last_ending.pending
     context.last_ending.wait()  # nothing is timed before
     context.progress.enter("timing the reference alone")
     try:
-        timed = stand_in()
+        timed = reference.stand_in()
     except Stop as stop:  # the room it needed may have been the last judge's: once it is gone, again
-        if not (before_the_last_ended and "out of memory" in stop.message):
+        if not (begun_before_the_last_ended and "out of memory" in stop.message):
             raise
         release_cached_memory(context.device)
-        timed = _begin_stand_in(job, reference, context)()
+        timed = _begin_stand_in(job, reference.init_inputs, context)()
     if not (config.guards and context.device.type == "cuda"):
         return timed, None
     with context.progress.spent("guard: reference alone"):
@@ -221,10 +235,10 @@ def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> t
     return timed, alone
 
 
-def _begin_stand_in(job: Job, reference: _Reference, context: Context) -> Callable[[], RemoteModel]:
+def _begin_stand_in(job: Job, init_inputs: list, context: Context) -> Callable[[], RemoteModel]:
     config = context.config
-    return begin_stand_in(context.reference_runner, job.problem_path, config.policy, reference.init_inputs,
-                          config.seed, context.overrides, job.log_path)
+    return begin_stand_in(context.reference_runner, job.problem_path, config.policy, init_inputs, config.seed,
+                          context.overrides, job.log_path)
 
 
 def _send_job(job: Job, context: Context) -> Callable[[], None]:
