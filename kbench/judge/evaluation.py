@@ -207,7 +207,7 @@ def _drained(stand_in: Callable[[], RemoteModel]) -> None:
     try:
         stand_in()
     except Stop:
-        pass  # its own failure, if any, is seen again when it is begun again
+        pass  # whatever it says: the reference runs again (the stand-in begun anew), or the evaluation ends here
 
 
 def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> tuple[RemoteModel, Timing | None]:
