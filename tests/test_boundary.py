@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,18 @@ def test_patching_what_a_checker_calls_changes_nothing_in_the_judge(config):
 def test_work_outside_the_candidate_s_timer_is_a_timing_mismatch(config, solution):
     result = evaluate(PREFIX_SUM, BOUNDARY / solution, config)
     assert result.status == Status.REJECTED and flags.TIMING_MISMATCH in result.flags, (result.status, result.message)
+
+
+def test_a_disagreement_with_the_judge_s_clock_is_looked_at_again_and_the_second_look_stands(config):
+    """A busy host once put an honest candidate's calls past the judge's clock (CI, 2 cores); work hidden from the
+    timer shows in every pass. Here the lie is told in the first pass only: the second is judged and recorded."""
+    exact = replace(config, warmup=1, min_samples=40, max_samples=40)
+    result = evaluate(PREFIX_SUM, BOUNDARY / "fake_clock_first_pass.py", exact)
+    assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
+    assert "timing again" in result.phase_s, result.phase_s  # the first pass lied, and was seen to
+    assert flags.UNCLOCKED_TIME not in result.flags, result.message
+    # Its true time, 201 running sums a call, is 2-4x the reference's; the lie would read as a 2.5-5x speedup.
+    assert result.speedup < 1, result.speedup
 
 
 @pytest.mark.skipif(not limits.signals_scoped_here(), reason="needs Landlock ABI 6 (signal scopes)")

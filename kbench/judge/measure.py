@@ -42,15 +42,19 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     timer = _timer(device)
     flush = getattr(timer, "flush", timing.do_nothing)
     sides = build_sides(reference_model, timed_reference, candidate_model, rounds, flush, context)
+    floor_ms = verdicts.UNCLOCKED_MIN_MS if device.type == "cuda" else verdicts.UNCLOCKED_MIN_MS_CPU
     samples, clocks = _sample(sides, timer, rounds, context)
+    bound, found = _judge_clock(samples, floor_ms)
+    if found:
+        # Work hidden from the candidate's timer shows in every pass; a busy host's scheduling seldom twice. The
+        # second pass's samples and finding stand, so a candidate that hides work in one pass only gains nothing.
+        context.progress.enter("timing again")
+        samples, clocks = _sample(sides, timer, rounds, context)
+        bound, found = _judge_clock(samples, floor_ms)
     context.progress.add_seconds("making fresh inputs", rounds.generate_s)
     if getattr(timer, "persisting_l2", None) is not None and timer.persisting_l2.note:
         context.findings.note(timer.persisting_l2.note)
-    floor_ms = verdicts.UNCLOCKED_MIN_MS if device.type == "cuda" else verdicts.UNCLOCKED_MIN_MS_CPU
     candidate, reference = samples["candidate"], samples["reference"]
-    bound = verdicts.clock_bound(candidate.ms, candidate.wall_ms, reference.ms, reference.wall_ms, floor_ms)
-    print(f"kbench: judge's clock: {bound.describe()}", flush=True)  # the evaluation's log
-    found = verdicts.unclocked_time(candidate.ms, candidate.wall_ms, bound)
     if found:
         context.findings.flag(*found)
         context.findings.raise_if_rejected()
@@ -106,6 +110,14 @@ def _sample(sides: dict, timer, rounds: FreshRounds, context: Context) -> tuple[
         raise Stop(Status.RUNTIME_ERROR, f"failed while timing: {one_line(error)}")
     context.findings.raise_if_rejected()
     return dict(zip(sides, samples)), ClockRecord.from_readings(clock_log.readings) if clock_log else None
+
+
+def _judge_clock(samples: dict, floor_ms: float) -> tuple[verdicts.ClockBound, tuple[str, str] | None]:
+    """The judge's bound on the candidate's times in one pass, and what it finds (verdicts.unclocked_time)."""
+    candidate, reference = samples["candidate"], samples["reference"]
+    bound = verdicts.clock_bound(candidate.ms, candidate.wall_ms, reference.ms, reference.wall_ms, floor_ms)
+    print(f"kbench: judge's clock: {bound.describe()}", flush=True)  # the evaluation's log
+    return bound, verdicts.unclocked_time(candidate.ms, candidate.wall_ms, bound)
 
 
 def _record(samples: dict, clocks: ClockRecord | None, timer_name: str, context: Context) -> TimingRecord:
