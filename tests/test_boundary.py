@@ -52,7 +52,7 @@ def test_patching_what_a_checker_calls_changes_nothing_in_the_judge(config):
     assert result.status == Status.INCORRECT, result.message
 
 
-@pytest.mark.parametrize("solution", ["work_in_copy.py", "fake_clock.py"])
+@pytest.mark.parametrize("solution", ["work_in_copy.py", "fake_clock.py", "fake_clock_most_calls.py"])
 def test_work_outside_the_candidate_s_timer_is_a_timing_mismatch(config, solution):
     result = evaluate(PREFIX_SUM, BOUNDARY / solution, config)
     assert result.status == Status.REJECTED and flags.TIMING_MISMATCH in result.flags, (result.status, result.message)
@@ -61,7 +61,7 @@ def test_work_outside_the_candidate_s_timer_is_a_timing_mismatch(config, solutio
 def test_a_disagreement_with_the_judge_s_clock_is_looked_at_again_and_the_second_look_stands(config):
     """A busy host once put an honest candidate's calls past the judge's clock (CI, 2 cores); work hidden from the
     timer shows in every pass. Here the lie is told in the first pass only: the second is judged and recorded."""
-    exact = replace(config, warmup=1, min_samples=40, max_samples=40)
+    exact = replace(config, warmup=1, min_samples=40, max_samples=40, time_budget_s=60)  # passes of 40 rounds
     result = evaluate(PREFIX_SUM, BOUNDARY / "fake_clock_first_pass.py", exact)
     assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
     assert "timing again" in result.phase_s, result.phase_s  # the first pass lied, and was seen to

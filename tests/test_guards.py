@@ -96,6 +96,8 @@ def test_time_outside_the_candidate_s_timer_is_noted_then_rejected_beyond_the_pr
     assert lie and lie[0] == flags.TIMING_MISMATCH and "claimed" in lie[1]  # longer than the judge saw
     noisy_host = unclocked_time([0.5] * 9, [0.61] * 8 + [9.0], *calibration)
     assert noisy_host is None  # one call slowed by the host: the low quantile does not move
+    most_calls = unclocked_time([0.01] * 6 + [2.0] * 3, [2.0] * 6 + [2.11] * 3, *calibration)
+    assert most_calls and most_calls[0] == flags.TIMING_MISMATCH  # its median is a lie; its low quantile is not
 
 
 def test_the_float64_truth_is_skipped_only_where_the_low_precision_flag_cannot_fire():
