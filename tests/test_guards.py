@@ -96,6 +96,10 @@ def test_time_outside_the_candidate_s_timer_is_noted_then_rejected_beyond_the_pr
     assert lie and lie[0] == flags.TIMING_MISMATCH and "claimed" in lie[1]  # longer than the judge saw
     noisy_host = unclocked_time([0.5] * 9, [0.61] * 8 + [9.0], *calibration)
     assert noisy_host is None  # one call slowed by the host: the low quantile does not move
+    busy_host = ([0.01] * 20, [0.11] * 4 + [3.0] * 16)  # the reference's gaps spread by ~3 ms
+    assert unclocked_time([0.05] * 20, [0.16] * 4 + [3.05] * 16, *busy_host) is None  # as the reference's
+    hidden_on_a_busy_host = unclocked_time([0.05] * 20, [2.16] * 4 + [5.05] * 16, *busy_host)
+    assert hidden_on_a_busy_host and hidden_on_a_busy_host[0] == flags.TIMING_MISMATCH  # 2 ms: not in the noise
     most_calls = unclocked_time([0.01] * 6 + [2.0] * 3, [2.0] * 6 + [2.11] * 3, *calibration)
     assert most_calls and most_calls[0] == flags.TIMING_MISMATCH  # its median is a lie; its low quantile is not
 

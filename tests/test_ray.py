@@ -27,6 +27,9 @@ from kbench.schedule.sweep import select_pairs
 from conftest import PROBLEMS, REPO, SOLUTIONS
 from test_cli import kbench
 
+# One pytest-xdist worker runs the whole module: its Ray instance starts once (README's --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("ray")
+
 FAST = ["--device", "cpu", "--time-budget", "0.2"]
 
 

@@ -19,14 +19,16 @@ from kbench.results import Outcome, Status, SweepResult, Timing
 # candidate's timer did not.
 # - Beyond the noting margin (the largest of UNCLOCKED_MIN_MS, or UNCLOCKED_MIN_MS_CPU on a CPU device;
 #   UNCLOCKED_FRACTION of the candidate's time; UNCLOCKED_PROTOCOL_FRACTION of the protocol's cost; twice the
-#   reference's own spread below its median, and twice above it up to HIGH_GAP_QUANTILE) it is the noting flag
-#   `unclocked_time`: the speedup is kept out of
+#   reference's own spread below its median: not above it, where a busy host's delays would widen the margin
+#   past the work a cheat hides) it is the noting flag `unclocked_time`: the speedup is kept out of
 #   trusted figures. Honest kernels were seen up to 0.47 ms and 1.8x their own time past the protocol's gap on
 #   an H200 (docs/benchmarks.md), so this alone cannot reject. The noting margin is also the judge's
 #   resolution: a gain over the reference smaller than it is not confirmed (`unverified_time`, noting).
 # - Beyond the rejecting margin (REJECT_MIN_MS, and REJECT_FRACTION of the candidate's time) it is
 #   `timing_mismatch`: work hidden outside the timer (after the clock stopped, on another stream, in a lazy
-#   output), or a timer that lies. Hidden work below it gains at most that margin.
+#   output), or a timer that lies. Hidden work below it gains at most that margin. It does not grow with the
+#   reference's spread (the noting margin stops at it): on a busy host that spread reached 2 ms, and a cheat's
+#   hidden work would have fitted in it (work_in_copy.py, hiding 1.6-4 ms a call, once judged correct).
 UNCLOCKED_MIN_MS = 0.1
 UNCLOCKED_MIN_MS_CPU = 0.5
 UNCLOCKED_FRACTION = 0.10
@@ -34,7 +36,6 @@ UNCLOCKED_PROTOCOL_FRACTION = 0.10
 REJECT_MIN_MS = 1.0
 REJECT_FRACTION = 2.0
 GAP_QUANTILE = 0.2
-HIGH_GAP_QUANTILE = 0.8
 # A time the runner claims longer than the judge's wall time around it, by more than this, is impossible.
 CLAIM_SLACK_MS = 0.02
 
@@ -86,9 +87,10 @@ def clock_bound(candidate_ms: list[float], candidate_wall_ms: list[float], refer
     protocol, protocol_median = quantile(gaps, GAP_QUANTILE), stats.median(gaps)
     timed = stats.median(candidate_ms)
     unclocked = max(quantile(candidate_gaps, GAP_QUANTILE) - protocol, stats.median(candidate_gaps) - protocol_median)
-    noting = max(floor_ms, UNCLOCKED_FRACTION * timed, UNCLOCKED_PROTOCOL_FRACTION * protocol,
-                 2 * (protocol_median - protocol), 2 * (quantile(gaps, HIGH_GAP_QUANTILE) - protocol_median))
-    return ClockBound(timed, protocol, unclocked, noting, max(REJECT_MIN_MS, REJECT_FRACTION * timed, noting))
+    rejecting = max(REJECT_MIN_MS, REJECT_FRACTION * timed)
+    noting = min(rejecting, max(floor_ms, UNCLOCKED_FRACTION * timed, UNCLOCKED_PROTOCOL_FRACTION * protocol,
+                                2 * (protocol_median - protocol)))
+    return ClockBound(timed, protocol, unclocked, noting, rejecting)
 
 
 def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float],
