@@ -71,11 +71,12 @@ class ClockBound:
     unclocked: float    # what the judge saw of the candidate's calls beyond its timer and the protocol
     noting: float       # unclocked time below this is noise (the judge's resolution)
     rejecting: float    # unclocked time beyond this is work hidden from the timer, or a lie
+    level: str = "20% quantile"  # where both sides' gaps were read for `protocol` and `unclocked`
 
     def describe(self) -> str:
         return (f"candidate {self.timed:.4g} ms by its timer, {self.unclocked:.4g} ms unclocked beyond the "
-                f"protocol's {self.protocol:.4g} ms (noted from {self.noting:.4g} ms, rejected from "
-                f"{self.rejecting:.4g} ms)")
+                f"protocol's {self.protocol:.4g} ms (gaps at their {self.level}; noted from {self.noting:.4g} ms, rejected "
+                f"from {self.rejecting:.4g} ms)")
 
 
 def clock_bound(candidate_ms: list[float], candidate_wall_ms: list[float], reference_ms: list[float],
@@ -86,11 +87,13 @@ def clock_bound(candidate_ms: list[float], candidate_wall_ms: list[float], refer
     candidate_gaps = [wall - ms for ms, wall in zip(candidate_ms, candidate_wall_ms)] or [0.0]
     protocol, protocol_median = quantile(gaps, GAP_QUANTILE), stats.median(gaps)
     timed = stats.median(candidate_ms)
-    unclocked = max(quantile(candidate_gaps, GAP_QUANTILE) - protocol, stats.median(candidate_gaps) - protocol_median)
+    readings = [(quantile(candidate_gaps, GAP_QUANTILE) - protocol, protocol, f"{GAP_QUANTILE:.0%} quantile"),
+                (stats.median(candidate_gaps) - protocol_median, protocol_median, "median")]
+    unclocked, cost, level = max(readings, key=lambda reading: reading[0])
     rejecting = max(REJECT_MIN_MS, REJECT_FRACTION * timed)
     noting = min(rejecting, max(floor_ms, UNCLOCKED_FRACTION * timed, UNCLOCKED_PROTOCOL_FRACTION * protocol,
                                 2 * (protocol_median - protocol)))
-    return ClockBound(timed, protocol, unclocked, noting, rejecting)
+    return ClockBound(timed, cost, unclocked, noting, rejecting, level)
 
 
 def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float],
@@ -105,7 +108,7 @@ def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float],
         ms, wall = impossible[0]
         return flags.TIMING_MISMATCH, f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
     why = (f"the judge saw each call take {bound.unclocked:.3g} ms more than the {bound.timed:.3g} ms the "
-           f"candidate's timer reported, beyond the protocol's own {bound.protocol:.3g} ms")
+           f"candidate's timer reported, beyond the protocol's own {bound.protocol:.3g} ms, gaps read at their {bound.level}")
     if bound.unclocked > bound.rejecting:
         return flags.TIMING_MISMATCH, (f"work outside the candidate's timer: {why} "
                                        f"(rejected from {bound.rejecting:.3g} ms)")
