@@ -71,12 +71,12 @@ class ClockBound:
     unclocked: float    # what the judge saw of the candidate's calls beyond its timer and the protocol
     noting: float       # unclocked time below this is noise (the judge's resolution)
     rejecting: float    # unclocked time beyond this is work hidden from the timer, or a lie
-    level: str = "20% quantile"  # where both sides' gaps were read for `protocol` and `unclocked`
+    level: str          # where both sides' gaps were read for `protocol` and `unclocked` ("median", ...)
 
     def describe(self) -> str:
         return (f"candidate {self.timed:.4g} ms by its timer, {self.unclocked:.4g} ms unclocked beyond the "
-                f"protocol's {self.protocol:.4g} ms (gaps at their {self.level}; noted from {self.noting:.4g} ms, rejected "
-                f"from {self.rejecting:.4g} ms)")
+                f"protocol's {self.protocol:.4g} ms (gaps at their {self.level}; noted from {self.noting:.4g} ms, "
+                f"rejected from {self.rejecting:.4g} ms)")
 
 
 def clock_bound(candidate_ms: list[float], candidate_wall_ms: list[float], reference_ms: list[float],
@@ -108,7 +108,8 @@ def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float],
         ms, wall = impossible[0]
         return flags.TIMING_MISMATCH, f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
     why = (f"the judge saw each call take {bound.unclocked:.3g} ms more than the {bound.timed:.3g} ms the "
-           f"candidate's timer reported, beyond the protocol's own {bound.protocol:.3g} ms, gaps read at their {bound.level}")
+           f"candidate's timer reported, beyond the protocol's own {bound.protocol:.3g} ms, gaps read at their "
+           f"{bound.level}")
     if bound.unclocked > bound.rejecting:
         return flags.TIMING_MISMATCH, (f"work outside the candidate's timer: {why} "
                                        f"(rejected from {bound.rejecting:.3g} ms)")
