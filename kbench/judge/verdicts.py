@@ -12,23 +12,25 @@ from kbench.results import Outcome, Status, SweepResult, Timing
 
 # The runner's time for the candidate's call, beside the judge's wall time around the same call: the wall
 # time exceeds the runner's time by the protocol's own cost (the reference's, timed the same way in the same
-# rounds), read at a low quantile (GAP_QUANTILE) on both sides: a busy host only ever adds to a
-# call's gap, while work hidden in every call raises even its smallest gaps. And read at the median on both
-# sides: the recorded time is the median of the runner's, which work hidden in over half the calls moves (and
-# the low quantile does not). What is left over, the larger of the two, is time the judge saw and the
-# candidate's timer did not.
-# - Beyond the noting margin (the largest of UNCLOCKED_MIN_MS, or UNCLOCKED_MIN_MS_CPU on a CPU device;
-#   UNCLOCKED_FRACTION of the candidate's time; UNCLOCKED_PROTOCOL_FRACTION of the protocol's cost; twice the
-#   reference's own spread below its median: not above it, where a busy host's delays would widen the margin
-#   past the work a cheat hides) it is the noting flag `unclocked_time`: the speedup is kept out of
-#   trusted figures. Honest kernels were seen up to 0.47 ms and 1.8x their own time past the protocol's gap on
-#   an H200 (docs/benchmarks.md), so this alone cannot reject. The noting margin is also the judge's
-#   resolution: a gain over the reference smaller than it is not confirmed (`unverified_time`, noting).
-# - Beyond the rejecting margin (REJECT_MIN_MS, and REJECT_FRACTION of the candidate's time) it is
+# rounds). Both sides' gaps are read twice, and the reading that says more counts:
+# - At a low quantile (GAP_QUANTILE): a busy host only ever adds to a call's gap, while work hidden in every call
+#   raises even its smallest gaps. Beyond the noting margin (the largest of UNCLOCKED_MIN_MS, or
+#   UNCLOCKED_MIN_MS_CPU on a CPU device; UNCLOCKED_FRACTION of the candidate's time;
+#   UNCLOCKED_PROTOCOL_FRACTION of the protocol's cost; twice the reference's own spread below its median) it is
+#   the noting flag `unclocked_time`: the speedup is kept out of trusted figures. Honest kernels were seen up to
+#   0.47 ms and 1.8x their own time past the protocol's gap on an H200 (docs/benchmarks.md), so this alone
+#   cannot reject. Beyond the rejecting margin (REJECT_MIN_MS, and REJECT_FRACTION of the candidate's time) it is
 #   `timing_mismatch`: work hidden outside the timer (after the clock stopped, on another stream, in a lazy
-#   output), or a timer that lies. Hidden work below it gains at most that margin. It does not grow with the
-#   reference's spread (the noting margin stops at it): on a busy host that spread reached 2 ms, and a cheat's
-#   hidden work would have fitted in it (work_in_copy.py, hiding 1.6-4 ms a call, once judged correct).
+#   output), or a timer that lies; hidden work below it gains at most that margin. That margin does not grow with
+#   the reference's spread (the noting margin stops at it): on a busy host that spread reaches milliseconds, and a
+#   cheat's hidden work would fit in it.
+# - At the median: the recorded time is the median of the runner's, which work hidden in over half the calls
+#   moves while the low quantile does not. A busy host moves medians too (an honest fused op on a loaded 2-core
+#   host was 1.2-1.5 ms past the reference's median gap), so here both margins also cover twice the reference's
+#   spread above its median (up to HIGH_GAP_QUANTILE): on a busy host a timer that lies in most calls but not all
+#   gains at most that.
+# The noting margin is also the judge's resolution: a gain over the reference smaller than it is not confirmed
+# (`unverified_time`, noting).
 UNCLOCKED_MIN_MS = 0.1
 UNCLOCKED_MIN_MS_CPU = 0.5
 UNCLOCKED_FRACTION = 0.10
@@ -36,6 +38,7 @@ UNCLOCKED_PROTOCOL_FRACTION = 0.10
 REJECT_MIN_MS = 1.0
 REJECT_FRACTION = 2.0
 GAP_QUANTILE = 0.2
+HIGH_GAP_QUANTILE = 0.8
 # A time the runner claims longer than the judge's wall time around it, by more than this, is impossible.
 CLAIM_SLACK_MS = 0.02
 
@@ -73,6 +76,11 @@ class ClockBound:
     rejecting: float    # unclocked time beyond this is work hidden from the timer, or a lie
     level: str          # where both sides' gaps were read for `protocol` and `unclocked` ("median", ...)
 
+    @property
+    def severity(self) -> int:
+        """2: beyond the rejecting margin, 1: beyond the noting margin, 0: within it."""
+        return 2 if self.unclocked > self.rejecting else 1 if self.unclocked > self.noting else 0
+
     def describe(self) -> str:
         return (f"candidate {self.timed:.4g} ms by its timer, {self.unclocked:.4g} ms unclocked beyond the "
                 f"protocol's {self.protocol:.4g} ms (gaps at their {self.level}; noted from {self.noting:.4g} ms, "
@@ -81,19 +89,22 @@ class ClockBound:
 
 def clock_bound(candidate_ms: list[float], candidate_wall_ms: list[float], reference_ms: list[float],
                 reference_wall_ms: list[float], floor_ms: float = UNCLOCKED_MIN_MS) -> ClockBound:
-    """The judge's bound on the candidate's times. The protocol's own cost is what the judge saw beyond the
-    reference's timer, timed in the same rounds under the same protocol."""
+    """The judge's bound on the candidate's times, read at the gaps' low quantile and at their median: whichever
+    says more. The protocol's own cost is what the judge saw beyond the reference's timer, timed in the same
+    rounds under the same protocol."""
     gaps = [wall - ms for ms, wall in zip(reference_ms, reference_wall_ms)] or [0.0]
     candidate_gaps = [wall - ms for ms, wall in zip(candidate_ms, candidate_wall_ms)] or [0.0]
     protocol, protocol_median = quantile(gaps, GAP_QUANTILE), stats.median(gaps)
     timed = stats.median(candidate_ms)
-    readings = [(quantile(candidate_gaps, GAP_QUANTILE) - protocol, protocol, f"{GAP_QUANTILE:.0%} quantile"),
-                (stats.median(candidate_gaps) - protocol_median, protocol_median, "median")]
-    unclocked, cost, level = max(readings, key=lambda reading: reading[0])
+    below = max(floor_ms, UNCLOCKED_FRACTION * timed, UNCLOCKED_PROTOCOL_FRACTION * protocol,
+                2 * (protocol_median - protocol))
     rejecting = max(REJECT_MIN_MS, REJECT_FRACTION * timed)
-    noting = min(rejecting, max(floor_ms, UNCLOCKED_FRACTION * timed, UNCLOCKED_PROTOCOL_FRACTION * protocol,
-                                2 * (protocol_median - protocol)))
-    return ClockBound(timed, cost, unclocked, noting, rejecting, level)
+    low = ClockBound(timed, protocol, quantile(candidate_gaps, GAP_QUANTILE) - protocol, min(rejecting, below),
+                     rejecting, f"{GAP_QUANTILE:.0%} quantile")
+    around = max(below, 2 * (quantile(gaps, HIGH_GAP_QUANTILE) - protocol_median))
+    middle = ClockBound(timed, protocol_median, stats.median(candidate_gaps) - protocol_median, around,
+                        max(rejecting, around), "median")
+    return max((low, middle), key=lambda bound: (bound.severity, bound.unclocked))
 
 
 def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float],
