@@ -47,6 +47,12 @@ def test_any_failure_exits_one_and_every_row_is_written(tmp_path, cache_dir):
     assert "incorrect" in completed.stdout and "load_error" in completed.stdout
     # Rows are written as results exist: build-phase failures come first.
     assert sorted(row["status"] for row in read_rows(out)) == ["correct", "incorrect", "load_error"]
+    # Piped, no progress bar is drawn: one line per verdict on stderr as it comes, so a cut log says how far it got.
+    judged = [line for line in completed.stderr.splitlines() if line.startswith("kbench: judged ")]
+    assert [line.split(":")[1] for line in judged] == [" judged 1/3", " judged 2/3", " judged 3/3"], completed.stderr
+    for name, verdict, why in (("wrong_shape.py", "incorrect", "output has shape (4095,)"),
+                               ("syntax_error.py", "load_error", "SyntaxError"), ("correct_plain.py", "correct, ", "x")):
+        assert sum(f"{name} (axpy): {verdict}" in line and why in line for line in judged) == 1, completed.stderr
 
 
 def test_fixture_solutions_pair_with_fixture_problems(tmp_path, cache_dir):

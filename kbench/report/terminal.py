@@ -31,7 +31,8 @@ def wide_console() -> Console:
 def run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run_id=None, executor=None,
                       resume_hint: str = ""):
     """Run pairs with progress bars (builds; evaluations with failures so far and time left) and a line per
-    running worker ("convt1d.py: building conv_ext (nvcc) 12 s", "sweep 3/8"); every result is appended to
+    running worker ("convt1d.py: building conv_ext (nvcc) 12 s", "sweep 3/8"), or where stderr is no terminal a
+    line per build and per verdict (_LogLines); every result is appended to
     `out` the moment it exists. Ctrl-C: exit 130, the CSV holding every finished result; the message (after
     the progress display is gone, which would erase it) ends with `resume_hint`."""
     try:
@@ -46,6 +47,7 @@ def _run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run
     from kbench.schedule.scheduler import run_pairs
 
     failures = 0
+    lines = None if quiet or Console(stderr=True).is_terminal else _LogLines(len(pairs))
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), _Count(),
                   TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                   console=Console(stderr=True), transient=True, disable=quiet) as progress:
@@ -58,10 +60,48 @@ def _run_with_progress(pairs, config, devices, jobs, out: Path, quiet: bool, run
             append_row(out, result.to_row())  # written the moment it exists
             failures += result.status != Status.CORRECT
             progress.update(evaluating, advance=1, failed=f"{failures} not correct" if failures else "")
+            if lines:
+                lines.judged(result)
+
+        def built(result):
+            progress.advance(building)
+            if lines:
+                lines.built(result)
 
         return run_pairs(pairs, config, devices=devices, run_id=run_id or new_run_id(), jobs=jobs,
-                         executor=executor, on_result=record, on_built=lambda result: progress.advance(building),
-                         on_progress=workers.show)
+                         executor=executor, on_result=record, on_built=built, on_progress=workers.show)
+
+
+class _LogLines:
+    """Piped or logged, no bar is drawn: a line per build that ran and per verdict, as each comes, so that the log
+    of a long run (a batch job's, one cut by a time limit) says how far it got."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.built_count = 0
+        self.judged_count = 0
+
+    def built(self, result) -> None:
+        self.built_count += 1
+        if result.status == Status.BUILT and result.build_s is not None and not result.build_reused:
+            _say(f"built {self.built_count}/{self.total}: {result.solution} in {result.build_s:.1f} s")
+
+    def judged(self, result) -> None:
+        self.judged_count += 1
+        what = result.status
+        if result.speedup is not None:
+            what += f", {result.speedup:.3g}x"
+        if result.flags:
+            what += f" [{';'.join(result.flags)}]"
+        if result.status != Status.CORRECT and result.message:
+            message = " ".join(result.message.split())
+            what += f": {message[:157]}..." if len(message) > 160 else f": {message}"
+        took = f" ({result.wall_s:.1f} s)" if result.wall_s is not None else ""
+        _say(f"judged {self.judged_count}/{self.total}: {result.solution} ({result.problem}): {what}{took}")
+
+
+def _say(line: str) -> None:
+    print(f"kbench: {line}", file=sys.stderr, flush=True)
 
 
 class _Count(MofNCompleteColumn):
