@@ -25,6 +25,7 @@ from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, WAITING_FOR_THE_LAS
 from kbench.judge.verdicts import final_outcome
 from kbench.loading import build_reference, call_reference, clone, input_maker, load_problem, release_cached_memory
 from kbench.judge.measure import measure, time_alone
+from kbench.judge.quiet import QuietGpu
 from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.processes import open_log
@@ -229,6 +230,8 @@ def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> t
         return timed, None
     with context.progress.spent("guard: reference alone"):
         alone = time_alone(timed, reference.make_inputs, context)
+        context.quiet_gpu = QuietGpu(context.device)
+        context.quiet_gpu.calibrate()  # no candidate yet: what a probe takes on a GPU free of its work
     # Its arenas and copies of timed outputs are made again when the timing loop needs them; until then the trials
     # need the room (an 8 GiB output: both runners' arenas and the float64 truth do not fit an 80 GB card together).
     timed.release_arenas()

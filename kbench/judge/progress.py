@@ -136,6 +136,7 @@ class Context:
     triton_caches: tuple[Path, Path] | None = None  # (the runner's Triton cache, the solution's it started from)
     confined: Callable[[], None] = lambda: None  # waits for the candidate's runner to be confined and warm
     last_ending: object = None  # evaluation.LastEnding: the last evaluation on the device, until it has ended
+    quiet_gpu: object = None    # quiet.QuietGpu: waits out the candidate's queued GPU work (GPU, guards)
 
     @property
     def sizes(self) -> str:

@@ -75,7 +75,8 @@ def build_sides(reference_model, timed_reference, candidate_model, rounds, flush
     before its call: whatever a call did to them, the next starts from the contents. The candidate's buffers
     are its runner's arenas; the reference and the default baseline share the reference's runner's; the compile
     baseline runs in the judge. While anything but the candidate runs, the candidate's runner is stopped
-    (remote_process.RunnerProcess.pause)."""
+    (remote_process.RunnerProcess.pause) and, on a GPU, the judge waits until the GPU is free of the work it queued
+    (quiet.py)."""
     config = context.config
     candidate_buffers = candidate_model.arena_views(rounds.inputs)
     candidate_side = timing.Side(RemoteCall(candidate_model, candidate_buffers),
@@ -102,6 +103,8 @@ def _side(call, buffers: list, rounds, context: Context, inspect, timer=None) ->
     def prepare():
         load_into(buffers, rounds.inputs)
         context.runner.pause()
+        if context.quiet_gpu is not None and not context.quiet_gpu.wait(context.findings):
+            context.findings.raise_if_rejected()
 
     def after(output):
         context.runner.resume()
