@@ -8,7 +8,8 @@ stopped with SIGSTOP; this process then stands for the reference's runner. For e
 (1) a GPU-bound call (a ConvTranspose1d, one long cuDNN kernel) timed with CUDA events at once, against its
 time on an idle GPU, and (2) a probe (a one-element add and a device synchronisation, timed on the host): its
 first latency after the child stopped, and how long probing took until one probe came back as fast as on the
-idle GPU, then the call timed after that wait. Prints one row per SPIN.
+idle GPU, then the call timed after that wait. Prints one row per SPIN. `--busy-host N` measures the idle GPU's
+probes again beside N busy processes (a sweep's compilers): a probe's threshold must hold on a loaded host too.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ def _child(commands, replies) -> None:
             return
         torch.cuda._sleep(int(cycles))  # queued; not waited for
         replies.send("queued")
+
+
+def _busy() -> None:
+    while True:
+        pass
 
 
 def _cycles_per_ms() -> float:
@@ -81,6 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spin-ms", type=float, nargs="+", default=[0.0, 0.5, 2.0, 10.0, 40.0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--busy-host", type=int, default=0, metavar="N")
     options = parser.parse_args()
     context = multiprocessing.get_context("spawn")
     commands, child_commands = context.Pipe()
@@ -103,6 +110,17 @@ def main() -> None:
               f"{statistics.median(idle_probes) * 1e3:.0f} us, 99th percentile "
               f"{idle_probes[int(0.99 * PROBES_IDLE)] * 1e3:.0f} us; free below {free_ms * 1e3:.0f} us; "
               f"{cycles_per_ms:.0f} spin cycles per ms")
+        if options.busy_host:
+            busy = [context.Process(target=_busy, daemon=True) for _ in range(options.busy_host)]
+            for process in busy:
+                process.start()
+            time.sleep(1.0)
+            loaded = sorted(_probe_ms(cell) for _ in range(PROBES_IDLE))
+            for process in busy:
+                process.kill()
+            print(f"beside {options.busy_host} busy processes: probe median {statistics.median(loaded) * 1e3:.0f} us, "
+                  f"99th percentile {loaded[int(0.99 * PROBES_IDLE)] * 1e3:.0f} us, slowest {loaded[-1] * 1e3:.0f} us, "
+                  f"{sum(probe > free_ms for probe in loaded)} of {PROBES_IDLE} above the threshold")
         print(f"{'spin ms':>8} {'call at once':>13} {'ratio':>6} {'1st probe ms':>13} {'waited ms':>10} "
               f"{'probes':>7} {'call after':>11} {'ratio':>6}")
         for spin_ms in options.spin_ms:
