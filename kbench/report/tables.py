@@ -214,7 +214,7 @@ def best_table(best, width: int | None = None) -> Table:
     return fitted_table(columns, width, title="best correct solution per problem")
 
 
-def _cut(text: str, width: int) -> str:
+def cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
@@ -241,7 +241,7 @@ def failures_table(failures, limit: int | None = FAILURES_SHOWN, width: int | No
         Column("status", [format_status(row["status"]) for row in shown]),
         Column("problem", [short_problem(row["problem"], 24) if row["problem"] else "" for row in shown], drop=2),
         Column("solution", [short_path(row["solution"]) for row in shown], wrap=True, least=20),
-        Column("reason", [Text(_cut(row["reason"] or "", REASON_CHARACTERS)) for row in shown], wrap=True, least=30),
+        Column("reason", [Text(cut(row["reason"] or "", REASON_CHARACTERS)) for row in shown], wrap=True, least=30),
     ]
     title = "failures and flags" + (" (kbench report --failures: all)" if hidden else "")
     return fitted_table(columns, width, title=title)

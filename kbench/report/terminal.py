@@ -14,7 +14,7 @@ from rich.text import Text
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
-from kbench.report.tables import FAILURES_SHOWN
+from kbench.report.tables import FAILURES_SHOWN, cut
 from kbench.results import Status
 from kbench.results_csv import append_row
 
@@ -94,8 +94,7 @@ class _LogLines:
         if result.flags:
             what += f" [{';'.join(result.flags)}]"
         if result.status != Status.CORRECT and result.message:
-            message = " ".join(result.message.split())
-            what += f": {message[:157]}..." if len(message) > 160 else f": {message}"
+            what += f": {cut(' '.join(result.message.split()), 160)}"
         took = f" ({result.wall_s:.1f} s)" if result.wall_s is not None else ""
         _say(f"judged {self.judged_count}/{self.total}: {result.solution} ({result.problem}): {what}{took}")
 
