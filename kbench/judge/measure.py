@@ -53,7 +53,7 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
         bound, found = _judge_clock(samples, floor_ms)
     context.progress.add_seconds("making fresh inputs", rounds.generate_s)
     if context.quiet_gpu is not None and context.quiet_gpu.busy_waits:
-        print(f"kbench: {context.quiet_gpu.describe()}", flush=True)  # the evaluation's log
+        context.findings.note(context.quiet_gpu.describe())
     if getattr(timer, "persisting_l2", None) is not None and timer.persisting_l2.note:
         context.findings.note(timer.persisting_l2.note)
     candidate, reference = samples["candidate"], samples["reference"]
