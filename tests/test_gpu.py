@@ -155,7 +155,8 @@ def test_gpu_work_queued_after_the_reply_slows_no_reference(gpu_cache_dir):
     waits until the GPU is free of them (quiet.py). queued_after_reply.py computes what the reference computes and
     queues a spin after each timed reply: its speedup stays that of the same kernel, or it is rejected."""
     config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0)
-    result, = run_pairs([(CONVT_LARGE, BOUNDARY_GPU / "queued_after_reply.py")], config, devices=["cuda:0"])
+    result, = run_pairs([(CHEATS / "problems" / "convt1d_long.py", BOUNDARY_GPU / "queued_after_reply.py")], config,
+                        devices=["cuda:0"])
     if result.status == Status.CORRECT:
         assert result.speedup < 1.15, (result.speedup, result.message)
     else:
