@@ -88,6 +88,8 @@ def main() -> None:
     parser.add_argument("--spin-ms", type=float, nargs="+", default=[0.0, 0.5, 2.0, 10.0, 40.0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--busy-host", type=int, default=0, metavar="N")
+    parser.add_argument("--length-scale", type=float, default=1.0,
+                        help="the call's input length times this (a call longer than a context's time slice)")
     options = parser.parse_args()
     context = multiprocessing.get_context("spawn")
     commands, child_commands = context.Pipe()
@@ -97,7 +99,8 @@ def main() -> None:
     cycles_per_ms = replies.recv()
 
     conv = torch.nn.ConvTranspose1d(WORKLOAD["channels"], WORKLOAD["channels"], WORKLOAD["kernel"], bias=False).cuda()
-    x = torch.rand(WORKLOAD["batch"], WORKLOAD["channels"], WORKLOAD["length"], device="cuda")
+    length = int(WORKLOAD["length"] * options.length_scale)
+    x = torch.rand(WORKLOAD["batch"], WORKLOAD["channels"], length, device="cuda")
     cell = torch.zeros(1, device="cuda")
     with torch.no_grad():
         call = lambda: conv(x)  # noqa: E731
