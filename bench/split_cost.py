@@ -79,6 +79,7 @@ def main() -> None:
               f"{total_after:.1f} s after ({total_after / total_before - 1:+.1%})")
     evaluated = [key for key in sorted(set(before) & set(after)) if compared(before[key], after[key])]
     print_without_first(evaluated, before, after)
+    print_at_equal_sampling(evaluated, before, after)
     print_phases([before[key] for key in evaluated], [after[key] for key in evaluated])
 
 
@@ -103,6 +104,36 @@ def print_without_first(evaluated: list[str], before: dict[str, dict], after: di
     if old and len(kept) < len(evaluated):
         print(f"without each sweep's first evaluation ({len(kept)} left): {old:.1f} s before, {new:.1f} s after "
               f"({new / old - 1:+.1%}, {(new - old) / len(kept):+.2f} s each)")
+
+
+TIMING_LOOP = ("timing", "timing again")  # the phases whose length is the number of samples taken
+
+
+def print_at_equal_sampling(evaluated: list[str], before: dict[str, dict], after: dict[str, dict]) -> None:
+    """The timing loop stops once its estimate settles, so how many samples it takes follows the two sides' noise
+    in that run, not the code. At equal sampling, each evaluation after the split costs its time outside the loop
+    plus its loop's time per sample times the samples taken before it."""
+    first = first_evaluations(before) | first_evaluations(after)
+    for label, keys in (("all", evaluated), ("without the first", [key for key in evaluated if key not in first])):
+        old = new = outside_old = outside_new = 0.0
+        for key in keys:
+            (outside_b, loop_b, samples_b), (outside_a, loop_a, samples_a) = (
+                sampling(rows[key]) for rows in (before, after))
+            old += outside_b + loop_b
+            new += outside_a + (loop_a * samples_b / samples_a if samples_a else loop_a)
+            outside_old, outside_new = outside_old + outside_b, outside_new + outside_a
+        if old and outside_old:
+            print(f"at the samples taken before, {label} ({len(keys)}): {old:.1f} s before, {new:.1f} s after "
+                  f"({new / old - 1:+.1%}); outside the timing loop {outside_old:.1f} s, {outside_new:.1f} s "
+                  f"({outside_new / outside_old - 1:+.1%})")
+
+
+def sampling(row: dict) -> tuple[float, float, float]:
+    """(seconds outside the timing loop, seconds in it, samples of both sides)."""
+    seconds = phase_seconds(row)
+    loop = sum(seconds.get(name, 0.0) for name in TIMING_LOOP)
+    samples = (number(row["ref_samples"]) or 0.0) + (number(row["cand_samples"]) or 0.0)
+    return (number(row["wall_s"]) or 0.0) - loop, loop, samples
 
 
 # Entries of phase_s that are parts of a phase (or, for "ending the worker", of no phase: the parent's view of the
