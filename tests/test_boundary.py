@@ -77,14 +77,16 @@ def test_the_runner_cannot_signal_the_judge_nor_the_reference_s_runner(config):
 
 
 def test_process_state_of_the_candidate_s_does_not_reach_the_reference(config):
-    """Grad mode, anomaly detection and a saved-tensors hook slowed a reference that shared the process; here
-    the reference's time is what it is beside an honest candidate."""
-    cheat = evaluate(PREFIX_SUM, BOUNDARY / "slow_reference_state.py", config)
-    honest = evaluate(PREFIX_SUM, CHEATS / "honest_fast.py", config)
+    """Grad mode, anomaly detection and a saved-tensors hook slowed every call of a reference with parameters that
+    shared the process (an nn.Linear, 16x); here the reference's time is what it is beside an honest candidate.
+    Their fastest calls are compared: the host's load moves a median between two evaluations (4x, beside two busy
+    loops on 2 cores)."""
+    cheat = evaluate(PROBLEMS / "linear.py", BOUNDARY / "slow_reference_state.py", config)
+    honest = evaluate(PROBLEMS / "linear.py", BOUNDARY / "linear_plain.py", config)
     assert cheat.status == honest.status == Status.CORRECT, (cheat.message, honest.message)
     assert not rejecting(cheat)
-    assert cheat.reference_timing.median_ms < 3 * honest.reference_timing.median_ms, \
-        (cheat.reference_timing.median_ms, honest.reference_timing.median_ms)
+    fastest, fastest_honest = min(cheat.reference_timing.samples_ms), min(honest.reference_timing.samples_ms)
+    assert fastest < 3 * fastest_honest, (cheat.reference_timing.samples_ms, honest.reference_timing.samples_ms)
 
 
 @pytest.mark.parametrize("solution", ["first_call_only.py", "watched_only.py"])
