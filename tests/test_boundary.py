@@ -207,8 +207,8 @@ def test_outputs_come_back_as_the_judge_s_own_tensors(runner):
 
 def test_a_runner_started_beside_other_threads_is_a_fresh_interpreter_and_works():
     """A fork copies only the calling thread: a lock another thread holds stays held in the child for good (a
-    runner forked from a test process that had run Ray's client died of SIGSEGV once). Beside another thread, the
-    runner starts as a fresh interpreter."""
+    runner forked from a test worker died of SIGSEGV once; a worker that ran Ray's client keeps ten of its threads
+    after ray.shutdown). Beside another thread, the runner starts as a fresh interpreter."""
     import threading
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait, daemon=True)
