@@ -205,6 +205,28 @@ def test_outputs_come_back_as_the_judge_s_own_tensors(runner):
     assert torch.equal(low, x.amin(-1))
 
 
+def test_a_runner_started_beside_other_threads_is_a_fresh_interpreter_and_works():
+    """A fork copies only the calling thread: a lock another thread holds stays held in the child for good (a
+    runner forked from a test worker died of SIGSEGV once; a worker that ran Ray's client keeps ten of its threads
+    after ray.shutdown). Beside another thread, the runner starts as a fresh interpreter."""
+    import threading
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    try:
+        runner = RunnerProcess("cpu")
+        try:
+            x = torch.rand(4, 9)
+            low, high = stand_in(runner, PROBLEMS / "minmax.py")(x)
+            assert torch.equal(low, x.amin(-1)) and torch.equal(high, x.amax(-1))
+            assert isinstance(runner.process, subprocess.Popen), type(runner.process)
+        finally:
+            runner.stop()
+    finally:
+        stop.set()
+        thread.join()
+
+
 def test_outputs_larger_than_the_arenas_grow_them(runner):
     model = stand_in(runner, PROBLEMS / "minmax.py")
     assert model(torch.rand(2, 3))[0].shape == (2,)

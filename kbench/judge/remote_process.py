@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +79,13 @@ class RunnerProcess:
                        OWN_FOLDERS_VARIABLE: os.pathsep.join(map(str, self.own_folders())), **PROFILER_TEARDOWN}
         arguments = [str(commands_read), str(replies_write), device] + (["protected"] if protected else []) + (
             ["build"] if build_only else [])
-        if torch.cuda.is_initialized():  # a fork could not use CUDA: a fresh interpreter
+        # A fresh interpreter where a fork could not use CUDA, or could inherit a lock held for good: a fork copies
+        # only the calling thread, so what another thread held (an allocator's lock, an RPC library's) stays held in
+        # the child. A judge starts its runners before it starts any thread.
+        threads = _threads()
+        if torch.cuda.is_initialized() or threads > 1:
+            if threads > 1:
+                print(f"kbench: a runner starts as a fresh interpreter: this process runs {threads} threads", flush=True)
             self.process = subprocess.Popen([sys.executable, "-m", "kbench.runner.serve", *arguments],
                                             pass_fds=(commands_read, replies_write), start_new_session=True,
                                             env=dict(os.environ, **environment), stdin=subprocess.DEVNULL)
@@ -266,6 +273,13 @@ class _Forked:
             else:
                 time.sleep(0.01)
         return self.returncode
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:  # no /proc: the threads Python knows of
+        return threading.active_count()
 
 
 def _fork_runner(arguments: list[str], environment: dict, keep: tuple[int, ...]) -> _Forked:
