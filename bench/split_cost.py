@@ -78,8 +78,9 @@ def main() -> None:
         print(f"wall time of the evaluations with the same status: {total_before:.1f} s before, "
               f"{total_after:.1f} s after ({total_after / total_before - 1:+.1%})")
     evaluated = [key for key in sorted(set(before) & set(after)) if compared(before[key], after[key])]
-    print_without_first(evaluated, before, after)
-    print_at_equal_sampling(evaluated, before, after)
+    first = first_evaluations(before) | first_evaluations(after)
+    print_without_first(evaluated, first, before, after)
+    print_at_equal_sampling(evaluated, first, before, after)
     print_phases([before[key] for key in evaluated], [after[key] for key in evaluated])
 
 
@@ -96,8 +97,8 @@ def first_evaluations(rows: dict[str, dict]) -> set[str]:
     return {key for _, key in first.values()}
 
 
-def print_without_first(evaluated: list[str], before: dict[str, dict], after: dict[str, dict]) -> None:
-    first = first_evaluations(before) | first_evaluations(after)
+def print_without_first(evaluated: list[str], first: set[str], before: dict[str, dict],
+                        after: dict[str, dict]) -> None:
     kept = [key for key in evaluated if key not in first]
     old = sum(number(before[key]["wall_s"]) or 0.0 for key in kept)
     new = sum(number(after[key]["wall_s"]) or 0.0 for key in kept)
@@ -109,11 +110,11 @@ def print_without_first(evaluated: list[str], before: dict[str, dict], after: di
 TIMING_LOOP = ("timing", "timing again")  # the phases whose length is the number of samples taken
 
 
-def print_at_equal_sampling(evaluated: list[str], before: dict[str, dict], after: dict[str, dict]) -> None:
+def print_at_equal_sampling(evaluated: list[str], first: set[str], before: dict[str, dict],
+                            after: dict[str, dict]) -> None:
     """The timing loop stops once its estimate settles, so how many samples it takes follows the two sides' noise
     in that run, not the code. At equal sampling, each evaluation after the split costs its time outside the loop
     plus its loop's time per sample times the samples taken before it."""
-    first = first_evaluations(before) | first_evaluations(after)
     for label, keys in (("all", evaluated), ("without the first", [key for key in evaluated if key not in first])):
         old = new = outside_old = outside_new = 0.0
         for key in keys:

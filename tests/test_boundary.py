@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -209,7 +210,6 @@ def test_a_runner_started_beside_other_threads_is_a_fresh_interpreter_and_works(
     """A fork copies only the calling thread: a lock another thread holds stays held in the child for good (a
     runner forked from a test worker died of SIGSEGV once; a worker that ran Ray's client keeps ten of its threads
     after ray.shutdown). Beside another thread, the runner starts as a fresh interpreter."""
-    import threading
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait, daemon=True)
     thread.start()
