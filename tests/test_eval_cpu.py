@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import time
 from dataclasses import replace
@@ -240,14 +241,19 @@ def test_a_lock_left_by_a_killed_build_does_not_block_the_next_build(cpu_config)
 
 def test_an_evaluation_loads_what_the_build_left_without_writing_the_build_cache(cpu_config):
     """The build phase names each module it built (cache.BUILT_MODULE); an evaluation's runner, confined before its
-    job to its own folders, loads it from there as it is: nothing in the build folder changes."""
+    job to its own folders, loads it from there as it is: nothing in the build folder changes. The folder's build
+    lock is held meanwhile, as a build holds it: other tests build this fixture in the same cache, and a build
+    phase rewrites its folder (an evaluation that needed the lock would wait for the test's timeout)."""
     judged(cpu_config, "axpy/correct.py")
     folder = next(cpu_config.cache_dir.rglob("axpy_correct-*"))
     assert (folder / "kbench_built.json").is_file()
-    before = {path: path.stat().st_mtime_ns for path in folder.rglob("*")}
-    result = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", cpu_config)
+    with (folder / "kbench_build.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        before = {path: path.stat().st_mtime_ns for path in folder.rglob("*")}
+        result = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", replace(cpu_config, timeout_s=120))
+        after = {path: path.stat().st_mtime_ns for path in folder.rglob("*")}
     assert result.status == Status.CORRECT and result.build_reused, result.message
-    assert {path: path.stat().st_mtime_ns for path in folder.rglob("*")} == before
+    assert after == before
 
 
 def test_tuple_outputs(cpu_config):
