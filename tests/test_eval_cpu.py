@@ -231,9 +231,13 @@ def test_build_past_its_timeout_is_timeout_and_compilers_are_killed(cpu_config, 
 
 def test_a_lock_left_by_a_killed_build_does_not_block_the_next_build(cpu_config):
     judged(cpu_config, "axpy/correct.py")
-    # What torch leaves in a build folder when the build is killed (a timeout, a lost Ray worker).
-    stale = next(cpu_config.cache_dir.rglob("axpy_correct-*")) / "lock"
-    stale.touch()
+    # What torch leaves in a build folder when the build is killed (a timeout, a lost Ray worker), made as that
+    # build made it: holding the folder's build lock (which other tests of this cache hold while they look at it).
+    folder = next(cpu_config.cache_dir.rglob("axpy_correct-*"))
+    stale = folder / "lock"
+    with (folder / "kbench_build.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stale.touch()
     built = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", replace(cpu_config, timeout_s=60), build_only=True)
     assert built.status == Status.BUILT, built.message
     assert not stale.exists()
