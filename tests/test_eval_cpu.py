@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import subprocess
 import time
 from dataclasses import replace
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbench import flags
+from kbench.extensions.cache import _sole_builder as sole_builder
 from kbench.results import Status
 from kbench.schedule.child import evaluate
 from kbench.schedule.job import WAITING_FOR_THE_LAST
@@ -235,8 +235,7 @@ def test_a_lock_left_by_a_killed_build_does_not_block_the_next_build(cpu_config)
     # build made it: holding the folder's build lock (which other tests of this cache hold while they look at it).
     folder = next(cpu_config.cache_dir.rglob("axpy_correct-*"))
     stale = folder / "lock"
-    with (folder / "kbench_build.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with sole_builder(folder):
         stale.touch()
     built = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", replace(cpu_config, timeout_s=60), build_only=True)
     assert built.status == Status.BUILT, built.message
@@ -251,8 +250,7 @@ def test_an_evaluation_loads_what_the_build_left_without_writing_the_build_cache
     judged(cpu_config, "axpy/correct.py")
     folder = next(cpu_config.cache_dir.rglob("axpy_correct-*"))
     assert (folder / "kbench_built.json").is_file()
-    with (folder / "kbench_build.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with sole_builder(folder):
         before = {path: path.stat().st_mtime_ns for path in folder.rglob("*")}
         result = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", replace(cpu_config, timeout_s=120))
         after = {path: path.stat().st_mtime_ns for path in folder.rglob("*")}
