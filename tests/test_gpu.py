@@ -150,13 +150,14 @@ def test_gpu_times_the_judge_cannot_confirm_are_rejected(boundary_results, name)
     assert caught or (name == "early_reply.py" and result.status != Status.CORRECT), (result.status, result.message)
 
 
-def test_gpu_work_queued_after_the_reply_slows_no_reference(gpu_cache_dir):
+@pytest.mark.parametrize("name", ["queued_after_reply.py", "queued_short_kernels_after_reply.py"])
+def test_gpu_work_queued_after_the_reply_slows_no_reference(gpu_cache_dir, name):
     """The candidate's runner is stopped while the reference is timed, but not the kernels it queued: the judge
-    waits until the GPU is free of them (quiet.py). queued_after_reply.py computes what the reference computes and
-    queues a spin after each timed reply: its speedup stays that of the same kernel, or it is rejected."""
+    waits until the GPU is free of them (quiet.py). Each fixture computes what the reference computes and queues a
+    spin after each timed reply, one long kernel or thousands of short ones: its speedup stays that of the same
+    kernel, or it is rejected."""
     config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0)
-    result, = run_pairs([(CHEATS / "problems" / "convt1d_long.py", BOUNDARY_GPU / "queued_after_reply.py")], config,
-                        devices=["cuda:0"])
+    result, = run_pairs([(CHEATS / "problems" / "convt1d_long.py", BOUNDARY_GPU / name)], config, devices=["cuda:0"])
     if result.status == Status.CORRECT:
         assert result.speedup < 1.15, (result.speedup, result.message)
     else:
