@@ -3,9 +3,10 @@ runner request, and the judge's own functions by cumulative time.
 
     PYTHONPATH=$PWD python3 bench/judge_profile.py PROBLEM SOLUTION [PROBLEM SOLUTION ...] [--device cuda:0]
 
-Runs each evaluation the way a waiting worker does (the runners forked and warmed up first, not counted), under
-cProfile, each in a process of its own. Build the solutions first (a `kbench sweep` of them, same cache) or
-the profile is their build.
+Runs each evaluation the way a waiting worker does, under cProfile: a process of its own per pair primes what the
+fork server primes and forks the judge, which forks its runners (a process with a thread beside the caller's
+would start them as fresh interpreters, slower than a sweep's) and warms up before it is profiled. Build the
+solutions first (a `kbench sweep` of them, same cache) or the profile is their build.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import cProfile
 import collections
 import io
+import os
 import pstats
 import subprocess
 import sys
@@ -21,11 +23,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbench.judge import worker
+from kbench.extensions import import_extension_builder
+from kbench.judge import guards, worker
 from kbench.config import RunConfig
 from kbench.schedule.child import resolve_device
 from kbench.schedule.job import Job
 from kbench.judge.remote_process import RunnerProcess
+
+
+SETTLE_S = 3.0
 
 
 def profile_one(problem: Path, solution: Path, device: str, top: int) -> None:
@@ -46,6 +52,7 @@ def profile_one(problem: Path, solution: Path, device: str, top: int) -> None:
         warm_started = time.perf_counter()
         runners = worker._warm_up(device)
         warm_s = time.perf_counter() - warm_started
+        time.sleep(SETTLE_S)  # a waiting worker's runners finish warming up while the last evaluation runs
         profiler = cProfile.Profile()
         started = time.perf_counter()
         outcome = profiler.runcall(worker.run, job, runners)
@@ -67,16 +74,36 @@ def main() -> None:
     parser.add_argument("pairs", nargs="+", type=Path, help="PROBLEM SOLUTION, repeated")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--top", type=int, default=35, help="functions to list by cumulative time")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a pair's own process
     arguments = parser.parse_args()
     if len(arguments.pairs) % 2:
         parser.error("give PROBLEM SOLUTION pairs")
     pairs = list(zip(arguments.pairs[::2], arguments.pairs[1::2]))
-    if len(pairs) > 1:  # a process of its own each: in one that has used CUDA, runners start cold (fresh interpreters)
-        for problem, solution in pairs:
-            subprocess.run([sys.executable, __file__, str(problem), str(solution), "--device", arguments.device,
-                            "--top", str(arguments.top)], check=False)
+    if arguments.one:
+        profile_forked(*pairs[0], arguments.device, arguments.top)
         return
-    profile_one(*pairs[0], resolve_device(arguments.device), arguments.top)
+    device = resolve_device(arguments.device)  # may start CUDA's driver here: judges are forked elsewhere
+    for problem, solution in pairs:
+        subprocess.run([sys.executable, __file__, str(problem), str(solution), "--device", device,
+                        "--top", str(arguments.top), "--one"], check=False)
+
+
+def profile_forked(problem: Path, solution: Path, device: str, top: int) -> None:
+    """What the fork server does: prime, then fork the judge (a fork copies only the calling thread)."""
+    guards.import_op_recording()
+    import_extension_builder()
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            profile_one(problem, solution, device, top)
+            code = 0
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.waitpid(pid, 0)
 
 
 if __name__ == "__main__":

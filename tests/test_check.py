@@ -159,3 +159,37 @@ def test_a_mismatch_in_a_later_chunk_is_found_and_placed(monkeypatch):
     outcome = compare(candidate, reference, TOLERANCE)
     assert not outcome.passed and "output[420]" in outcome.mismatch and "2 of 1000" in outcome.mismatch
     assert abs(outcome.max_abs_err - 1) < 1e-6
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_the_finite_pass_gives_the_full_comparison_s_outcome(dtype, monkeypatch):
+    """compare() takes a shorter path where everything is finite and within tolerance: the same outcome, with the
+    same error numbers to the bit, as the full comparison; anything else goes the full way."""
+    monkeypatch.setattr(check, "COMPARE_CHUNK_ELEMENTS", 64)
+    generator = torch.Generator().manual_seed(1)
+    outcomes = {True: 0, False: 0}
+    for trial in range(300):
+        reference = (torch.randn(200, generator=generator) * 10 ** (trial % 5 - 2)).to(dtype)
+        # errors well inside the tolerance, and one element's at 0.98 to 1.02 of it
+        scale = torch.rand(200, generator=generator, dtype=torch.float64) - 0.5
+        scale[trial % 200] = 0.98 + 0.04 * torch.rand((), generator=generator, dtype=torch.float64)
+        candidate = (reference.double() + scale * check_bound(reference)).to(dtype)
+        if trial % 7 == 0:
+            candidate[trial % 200] = float("nan")
+        if trial % 11 == 0:
+            reference[3], candidate[3] = float("inf"), float("inf")
+        short = compare(candidate, reference, TOLERANCE)
+        with monkeypatch.context() as full_only:
+            full_only.setattr(check, "_finite_and_within", lambda *arguments: None)
+            full = compare(candidate, reference, TOLERANCE)
+        assert short == full, (trial, dtype, short, full)
+        finite = bool(torch.isfinite(candidate).all() and torch.isfinite(reference).all())
+        taken = check._finite_and_within(candidate, reference, *TOLERANCE(str(dtype).removeprefix("torch.")))
+        assert (taken is not None) == (full.passed and finite), (trial, dtype)
+        outcomes[taken is not None] += 1
+    assert outcomes[True] > 50 and outcomes[False] > 50  # both ways were taken
+
+
+def check_bound(reference: torch.Tensor) -> torch.Tensor:
+    atol, rtol = TOLERANCE(str(reference.dtype).removeprefix("torch."))
+    return atol + rtol * reference.double().abs()
