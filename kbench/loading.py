@@ -24,13 +24,24 @@ def load_problem(path: str):
     return module
 
 
-def build_reference(problem_module, seed: int, device):
-    """Model(*get_init_inputs()) built right after `seed`, and the init arguments. Running out of memory may be
-    another process's doing (evaluation.py decides)."""
+def reference_init_inputs(problem_module, seed: int) -> list:
+    """get_init_inputs() right after `seed`."""
     torch.manual_seed(seed)
     try:
-        init_inputs = list(problem_module.get_init_inputs())
-        return problem_module.Model(*init_inputs).to(device), init_inputs
+        return list(problem_module.get_init_inputs())
+    except Exception as error:
+        if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
+            raise
+        raise Stop(Status.REFERENCE_ERROR, f"the problem's get_init_inputs() failed: {one_line(error)}")
+
+
+def build_reference(problem_module, init_inputs: list, seed: int, device):
+    """Model(*init_inputs) built right after `seed`, as KernelBench builds each model and as the runners build
+    theirs (the timed reference, ModelNew): its weights do not depend on what get_init_inputs() drew. Running out
+    of memory may be another process's doing (evaluation.py decides)."""
+    torch.manual_seed(seed)
+    try:
+        return problem_module.Model(*init_inputs).to(device)
     except Exception as error:
         if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
             raise

@@ -170,6 +170,16 @@ def test_honest_but_unusual_candidates_are_correct_with_no_flag(tmp_path, soluti
     assert result.status == Status.CORRECT and not blaming, (result.status, result.flags, result.message)
 
 
+def test_every_model_is_built_right_after_the_seed(tmp_path):
+    """get_init_inputs() may draw from torch's generator: the judge's reference, the timed one in its runner and
+    ModelNew are each built right after the seed (as KernelBench builds them), so the reference itself is correct
+    (noted for running the reference's ops, which it does), in its trials, timed rounds and sweep alike."""
+    config = RunConfig(device="cpu", cache_dir=tmp_path, timeout_s=300, time_budget_s=0.3, min_samples=5, sweep=2)
+    result = evaluate(HONEST / "linear_drawn_scale.py", HONEST / "subclass.py", config)
+    assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.flags, result.message)
+    assert result.sweep.passed == result.sweep.run == 2, result.message
+
+
 KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench"
 
 

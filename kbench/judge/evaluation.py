@@ -23,7 +23,8 @@ from kbench.extensions.slots import compiler_wrappers
 from kbench.extensions.primer import compilers_root, headers_root
 from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, WAITING_FOR_THE_LAST, Job, one_line
 from kbench.judge.verdicts import final_outcome
-from kbench.loading import build_reference, call_reference, clone, input_maker, load_problem, release_cached_memory
+from kbench.loading import (build_reference, call_reference, clone, input_maker, load_problem, reference_init_inputs,
+                            release_cached_memory)
 from kbench.judge.measure import measure, time_alone
 from kbench.judge.quiet import QuietGpu
 from kbench.judge.param_sweep import run_sweep
@@ -184,11 +185,13 @@ def _reference_first(job: Job, problem_module, context: Context) -> _Reference:
 
 def _reference_called(job: Job, problem_module, context: Context) -> _Reference:
     config, device = context.config, context.device
-    model, init_inputs = build_reference(problem_module, config.seed, device)
+    init_inputs = reference_init_inputs(problem_module, config.seed)
+    # The reference's runner builds its Model while the judge builds its own (a large one takes a second of CPU).
     stand_in = _begin_stand_in(job, init_inputs, context) if config.time else None
     make_inputs = input_maker(problem_module, device)
     outputs: list = []
     try:
+        model = build_reference(problem_module, init_inputs, config.seed, device)
         inputs = make_inputs(config.seed)
         used = clone(inputs)  # nothing else is held yet: the one time a copy costs no room
 

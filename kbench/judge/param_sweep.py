@@ -10,7 +10,8 @@ import torch
 from kbench import params
 from kbench.judge import check, guards
 from kbench.schedule.job import SweepCounts, one_line
-from kbench.loading import build_reference, call_reference, clone, input_maker, lost_context, synchronize
+from kbench.loading import (build_reference, call_reference, clone, input_maker, lost_context,
+                            reference_init_inputs, synchronize)
 from kbench.problem import describe_overrides, overridden
 from kbench.judge.progress import Context, Stop
 from kbench.judge.remote import new_candidate
@@ -59,7 +60,8 @@ def _sweep_one(problem_module, configuration, context: Context, input_seed) -> s
     config, device = context.config, context.device
     with overridden(problem_module, configuration):
         try:
-            reference_model, init_inputs = build_reference(problem_module, config.seed, device)
+            init_inputs = reference_init_inputs(problem_module, config.seed)
+            reference_model = build_reference(problem_module, init_inputs, config.seed, device)
             inputs = input_maker(problem_module, device)(input_seed)
             accepted = reference_model(*clone(inputs))
             synchronize(device)
