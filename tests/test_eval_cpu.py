@@ -300,6 +300,29 @@ def test_waiting_workers_are_replaced_after_use_or_death_and_stopped(cpu_config)
     assert pool.waiting("cpu") == [] and all(p.poll() is not None for p in fresh)
 
 
+def test_a_taken_waiting_worker_is_replaced_once_the_reference_was_timed_alone(cpu_config, monkeypatch, tmp_path):
+    """A replacement's warm-up (three CUDA contexts on a GPU) must not run beside the reference's time alone: the
+    pool tops up once the evaluation's progress is past the phases before the candidate."""
+    import tempfile
+
+    from kbench.schedule import pool as pool_module
+    from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, ProgressRecord
+
+    pool = pool_module.worker_pool()
+    pool.prestart("cpu")  # a waiting worker to take
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the evaluation's progress file lies
+    phases_at_top_up = []
+    prestart = pool_module.WorkerPool.prestart
+
+    def recorded(self, device):
+        phases_at_top_up.append([ProgressRecord.load(path).phase for path in tmp_path.glob("kbench-job-*/progress.json")])
+        prestart(self, device)
+    monkeypatch.setattr(pool_module.WorkerPool, "prestart", recorded)
+    assert evaluate(AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config).status == Status.CORRECT
+    assert len(phases_at_top_up) == 1 and len(phases_at_top_up[0]) == 1, phases_at_top_up
+    assert phases_at_top_up[0][0] not in PHASES_BEFORE_THE_CANDIDATE, phases_at_top_up
+
+
 def test_a_build_never_takes_a_waiting_worker(cpu_config):
     """A waiting worker has made its CUDA contexts (on a GPU); a build needs none, so it gets a fresh worker
     and the waiting ones stay waiting."""

@@ -161,10 +161,12 @@ def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, dev
         def report_progress():
             if on_progress is not None:
                 on_progress(ProgressRecord.load(Path(job.progress_path)))
+        def past_the_reference() -> bool:  # the next judge's warm-up stays out of the reference's time alone
+            return ProgressRecord.load(Path(job.progress_path)).phase not in PHASES_BEFORE_THE_CANDIDATE
         returncode = pool.run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment, device,
                               while_waiting=report_progress, warm=not build_only, excused_s=excused_s,
                               result_path=Path(job.result_path) if overlap_ending else None,
-                              on_start=on_worker_started)
+                              on_start=on_worker_started, top_up_due=past_the_reference)
         progress = ProgressRecord.load(Path(job.progress_path))
         if returncode != 0:  # a judge killed or dead left its runners' sessions
             for session in progress.runner_sessions:

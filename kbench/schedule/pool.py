@@ -66,18 +66,24 @@ class WorkerPool:
     def run(self, job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
             device: str, while_waiting: Callable[[], None] = lambda: None, warm: bool = True,
             excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None,
-            on_start: Callable[[int], None] = lambda pid: None) -> int | None:
+            on_start: Callable[[int], None] = lambda pid: None,
+            top_up_due: Callable[[], bool] = lambda: True) -> int | None:
         """Run one job in a worker; kill the worker's session when done or out of time. Returns the exit
         code (negative: killed by that signal), or None on timeout. `while_waiting` runs about every
         WAIT_STEP_S while the worker runs (to show its progress). `warm`: a waiting worker (its CUDA contexts
         made) may take the job; a build, which needs none, gets a fresh one. `excused_s()`: seconds so far
         that the timeout does not count (a build's waits for compile slots). `result_path`: where the worker
         writes its result; once it exists this returns 0 and the worker ends in the background, the next
-        evaluation on `device` waiting for it (ending_marker). `on_start(pid)` is told the worker's pid at once."""
+        evaluation on `device` waiting for it (ending_marker). `on_start(pid)` is told the worker's pid at once.
+        A waiting worker taken is replaced once `top_up_due()` (asked while the worker runs) says so, at the latest
+        when it ends: a replacement's warm-up (three CUDA contexts) beside this evaluation's reference timed alone
+        would be in what it measures."""
         generation = self._generation
         with log_path.open("ab") as log:
+            top_up = _TopUp(lambda: self.prestart(device), top_up_due)
             if extra_environment or not warm:
                 process = self._start([str(job_path)], log, environment(extra_environment), generation)
+                top_up.done = True
             else:
                 process = self._adopt(self._take_waiting(device), generation)
                 try:
@@ -87,10 +93,12 @@ class WorkerPool:
                     pass  # the waiting worker died: its exit code tells what happened
             on_start(process.pid)
             try:
-                returncode = _wait(process, timeout_s, while_waiting, excused_s, result_path)
+                returncode = _wait(process, timeout_s, while_waiting, excused_s, result_path, top_up.when_due)
             except BaseException:
                 self._end(process)
                 raise
+            finally:
+                top_up.now()
         if returncode == _RESULT_WRITTEN:
             self._end_in_background(process, device)
             return 0
@@ -186,7 +194,7 @@ class WorkerPool:
     # --- internals ---------------------------------------------------------------------------------
 
     def _take_waiting(self, device: str) -> Worker:
-        """The longest-waiting worker for `device` (started now if there is none); then top up the pool."""
+        """The longest-waiting worker for `device` (started now if there is none; the caller tops up the pool)."""
         key = _waiting_key(device)
         with self._lock:
             waiting = self._living(key)
@@ -194,7 +202,6 @@ class WorkerPool:
             self._waiting[key] = waiting
         if taken is None:
             taken = self._start_waiting(device)
-        self.prestart(device)
         return taken
 
     def _living(self, key: tuple[str, str]) -> list[Worker]:
@@ -328,10 +335,29 @@ def _end_adopted(process: Worker) -> None:
         print(f"kbench: processes a worker left were still there {ENDING_S:g} s after it ended", file=sys.stderr)
 
 
+class _TopUp:
+    """The waiting workers topped up once, when `due()` first says so (`when_due`) or at the latest `now`."""
+
+    def __init__(self, top_up: Callable[[], None], due: Callable[[], bool]):
+        self.top_up, self.due = top_up, due
+        self.done = False
+
+    def when_due(self) -> None:
+        if not self.done and self.due():
+            self.now()
+
+    def now(self) -> None:
+        if not self.done:
+            self.done = True
+            self.top_up()
+
+
 def _wait(process: Worker, timeout_s: float, while_waiting: Callable[[], None],
-          excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None) -> int | None:
+          excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None,
+          on_step: Callable[[], None] = lambda: None) -> int | None:
     """The worker's exit code; None when it runs past `timeout_s` plus what `excused_s()` says; _RESULT_WRITTEN
-    when `result_path` exists and the worker has not exited yet."""
+    when `result_path` exists and the worker has not exited yet. `on_step` runs at every look (every
+    RESULT_POLL_S while a result is awaited, else every WAIT_STEP_S)."""
     started = time.monotonic()
     step = WAIT_STEP_S if result_path is None else RESULT_POLL_S
     progress_due = started + WAIT_STEP_S
@@ -340,6 +366,7 @@ def _wait(process: Worker, timeout_s: float, while_waiting: Callable[[], None],
         try:
             return process.wait(timeout=max(0.0, min(step, left)))
         except subprocess.TimeoutExpired:
+            on_step()
             if result_path is not None and result_path.exists():
                 return _RESULT_WRITTEN
             if left <= 0:
