@@ -6,7 +6,7 @@ the trial's profile anything.
 Each round forks two children of a process that has imported what a runner imports (torch, op recording, the
 kernel profiler), as a runner is forked from its judge, with TEARDOWN_CUPTI=1 as every runner has it
 (judge/remote_process.py). Each child creates its CUDA context, records ops once, then profiles a call three times
-as the last trial does (its ops from the same profile); one child first makes a profile of its own, as the runner's warm-up did. Prints one
+as the "kernels" trial does; one child first makes a profile of its own, as the runner's warm-up did. Prints one
 line per child: milliseconds per step.
 """
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kbench.judge import guards
 from kbench.runner import kernels
 from kbench.runner.kernels import Event, KernelReport, Launch
 
@@ -70,8 +69,7 @@ def test_nothing_to_judge_says_nothing():
 def test_without_a_gpu_it_cannot_tell():
     if torch.cuda.is_available():
         pytest.skip("has a CUDA device")
-    output, message, ops = kernels.observed(lambda: torch.ones(4) * 2)
-    assert torch.equal(output, torch.full((4,), 2.0)) and message is None and ops is None
+    assert kernels.library_only_message(lambda: torch.ones(4) * 2) is None
 
 
 CHEATS = FIXTURES / "cheats"
@@ -130,13 +128,9 @@ def _forward_of(solution, problem, device="cuda"):
 def test_gpu_kernels_are_attributed(prebuilt, solution, problem, expected):
     call = _forward_of(CHEATS / solution, problem)
     with torch.no_grad():
-        output, report, ops = kernels.profile_kernels(call)
-        _, message, _ = kernels.observed(call)
-        recorded = guards.record_ops(call)
+        report = kernels.profile_kernels(call)
+        message = kernels.library_only_message(call)
     assert report is not None and report.launches, "the profiler recorded no kernel"
-    assert isinstance(output, torch.Tensor) and output.is_cuda  # what the profiled call returned
-    # the ops of the same profile are what the op recording (the CPU's, a GPU's fallback) sees
-    assert ops - guards.UTILITY_OPS == recorded - guards.UTILITY_OPS, (ops, recorded)
     print(solution, [(launch.name[:60], launch.library_op) for launch in report.launches])
     if expected is None:
         assert message is None, message

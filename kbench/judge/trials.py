@@ -23,10 +23,15 @@ class TrialsResult:
 
 
 def trial_mode(trial: int, trials: int, context: Context) -> str:
-    """How the runner makes trial `trial`'s call: the last one (after warm-up calls, so a compiled graph is
-    already built) records its aten ops and, on a GPU, in the same profile, whose kernels it launched; others are
-    plain."""
-    return "ops" if context.config.guards and trial == trials - 1 else "plain"
+    """How the runner makes trial `trial`'s call: the last one records its aten ops, the one before profiles
+    its kernels on a GPU (both after warm-up calls, so a compiled graph is already built); others are plain."""
+    if not context.config.guards:
+        return "plain"
+    if trial == trials - 1:
+        return "ops"
+    if trial == trials - 2 and context.device.type == "cuda":
+        return "kernels"
+    return "plain"
 
 
 def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str], context: Context,

@@ -7,7 +7,7 @@ called from Python or from C++, so a kernel launched under an aten op (at any de
 work; one launched under no aten op (a load_inline kernel called through pybind, a Triton launch, a
 custom-namespace op) is the caller's own.
 
-`observed` says when a call's own kernels did none (or almost none) of its GPU time. A
+`library_only_message` says when a call's own kernels did none (or almost none) of its GPU time. A
 plain-PyTorch solution gets it too, rightly: it has no kernel of its own. It is a noting flag.
 """
 
@@ -116,32 +116,28 @@ def message(report: KernelReport | None) -> str | None:
             f"{share:.1%} of its GPU kernel time; library ops did the rest: {ops}")
 
 
-def profile_kernels(call: Callable[[], object]) -> tuple[object, KernelReport | None, set[str] | None]:
-    """One call of `call`, profiled: (what it returned, the GPU kernels it launched, attributed, and the aten ops
-    it ran). The report is None where it cannot be known (no CUDA device, a profiler without CUDA activity, an
-    error while profiling), and the ops then too."""
+def profile_kernels(call: Callable[[], object]) -> KernelReport | None:
+    """The GPU kernels one call of `call` launched, attributed; None where that cannot be known (no
+    CUDA device, a profiler without CUDA activity, an error while profiling)."""
     import torch
 
     if not torch.cuda.is_available() or not torch.cuda.is_initialized():
-        return call(), None, None
-    returned: list = []
+        return None
     try:
         torch.cuda.synchronize()
         # torch.autograd's profiler: torch.profiler's imports torch._dynamo first (seconds). Without
         # use_kineto it times CUDA work with events (its "GPU fallback") and records no GPU kernel.
         with torch.autograd.profiler.profile(use_device="cuda", use_kineto=True) as profiler:
-            returned.append(call())
+            call()
             torch.cuda.synchronize()
         raw = profiler.kineto_results.events()
         events = [_from_kineto(event) for event in raw]
     except Exception as error:  # a profiler that is unavailable or fails: say nothing rather than guess
         print(f"kbench: kernel attribution unavailable ({type(error).__name__}: {error})", flush=True)
-        return (returned[0] if returned else call()), None, None
-    ops = {event.name[len(_LIBRARY_PREFIX):] for event in events
-           if not event.on_device and event.name.startswith(_LIBRARY_PREFIX)}
+        return None
     if not any(event.on_device for event in events):
-        return returned[0], None, ops  # the call ran nothing on the GPU (or CUPTI recorded nothing)
-    return returned[0], classify(events), ops
+        return None  # CUDA activity was not recorded (CUPTI missing?), or the call ran nothing
+    return classify(events)
 
 
 def _from_kineto(event) -> Event:
@@ -155,10 +151,8 @@ def _from_kineto(event) -> Event:
                  start_ns=start, end_ns=end, thread=event.start_thread_id(), kind=str(kind or ""))
 
 
-def observed(call: Callable[[], object]) -> tuple[object, str | None, set[str] | None]:
-    """One call of `call` (the candidate's forward on its inputs, already warmed up), profiled: (what it
-    returned, the noting flag's message when its own kernels did none or almost none of its GPU work, the aten
-    ops it ran). The message is None when they did or when it cannot tell, the ops None when the profiler could
-    not record them (the caller records them on a call of its own)."""
-    output, report, ops = profile_kernels(call)
-    return output, message(report), ops
+def library_only_message(call: Callable[[], object]) -> str | None:
+    """Profile one call of `call` (the candidate's forward on its inputs, already warmed up) and say
+    when its own kernels did none or almost none of its GPU work; None when they did, or when it
+    cannot tell (CPU device, profiler unavailable)."""
+    return message(profile_kernels(call))

@@ -34,7 +34,7 @@ from kbench.judge.guards import record_ops
 from kbench.loading import release_cached_memory, synchronize, warm_cuda_libraries
 from kbench.processes import open_log, output_to
 from kbench.schedule.job import one_line
-from kbench.runner import kernels, limits, wire
+from kbench.runner import limits, wire
 from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
 
 
@@ -82,6 +82,7 @@ def _import_ahead(for_build: bool) -> None:
     if for_build:
         return
     from kbench.judge.guards import import_op_recording
+    from kbench.runner import kernels  # noqa: F401
     import_op_recording()
 
 
@@ -256,13 +257,13 @@ class Runner:
             if mode == "timed":
                 output, reply["timed_ms"] = self._timed(model, arguments)
             elif mode == "ops":
-                output, reply["library_only"], ops = kernels.observed(lambda: model(*arguments)) \
-                    if self.device.type == "cuda" else (None, None, None)
-                if ops is None:  # no GPU, or no profile of it: the ops on a call of their own
-                    returned: list = []
-                    ops = record_ops(lambda: returned.append(model(*arguments)))
-                    output = returned[0]
-                reply["ops"] = sorted(ops)
+                returned: list = []
+                reply["ops"] = sorted(record_ops(lambda: returned.append(model(*arguments))))
+                output = returned[0]
+            elif mode == "kernels":
+                from kbench.runner import kernels
+                reply["library_only"] = kernels.library_only_message(lambda: model(*arguments))
+                output = model(*arguments)
             else:
                 output = model(*arguments)
             synchronize(self.device)
