@@ -171,9 +171,10 @@ def chunks(got: torch.Tensor, expected: torch.Tensor):
 
 def _finite_and_within(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> TrialOutcome | None:
     """The passing outcome, with the same error numbers _compare_chunk's tally gives, where every element of both
-    is finite and within tolerance; else None (the full comparison then says what failed, and where). A third of
-    its kernels: where all is finite, the non-finite cases have nothing to find, and a failure's place is not
-    asked for. A non-finite element anywhere makes the largest difference non-finite, which sends it on."""
+    is finite and within tolerance; else None (the full comparison then says what failed, and where). It launches
+    a third of the full comparison's kernels: where all is finite, the non-finite cases have nothing to find, and
+    a failure's place is not asked for. A non-finite element anywhere makes the largest difference non-finite,
+    which sends it on."""
     device = expected.device
     zero = torch.zeros((), dtype=torch.float64, device=device)
     max_abs = max_rel = reference_square_sum = difference_square_sum = outside = zero

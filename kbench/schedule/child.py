@@ -161,6 +161,7 @@ def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, dev
         def report_progress():
             if on_progress is not None:
                 on_progress(ProgressRecord.load(Path(job.progress_path)))
+
         def past_the_reference() -> bool:  # the next judge's warm-up stays out of the reference's time alone
             return ProgressRecord.load(Path(job.progress_path)).phase not in PHASES_BEFORE_THE_CANDIDATE
         returncode = pool.run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment, device,
