@@ -51,7 +51,7 @@ def main() -> int:
 def _one_process(problem_path: str) -> dict:
     import torch
 
-    from kbench.loading import build_reference, input_maker, load_problem
+    from kbench.loading import build_reference, input_maker, load_problem, reference_init_inputs
     from kbench.config import RunConfig
     from kbench.judge.measure import ALONE_BUDGET_S
     from kbench.policy import apply_policy
@@ -60,7 +60,7 @@ def _one_process(problem_path: str) -> dict:
     device = torch.device("cuda")
     apply_policy(RunConfig().policy)  # kbench's default precision policy, as its workers run
     problem = load_problem(problem_path)
-    model, _ = build_reference(problem, 0, device)
+    model = build_reference(problem, reference_init_inputs(problem, 0, device), 0, device)
     make_inputs = input_maker(problem, device)
     timer = CudaEventTimer(device)
     clock = lambda: float(torch.cuda.clock_rate(device))  # noqa: E731

@@ -24,11 +24,12 @@ def load_problem(path: str):
     return module
 
 
-def reference_init_inputs(problem_module, seed: int) -> list:
-    """get_init_inputs() right after `seed`."""
+def reference_init_inputs(problem_module, seed: int, device) -> list:
+    """get_init_inputs() right after `seed`, its tensors on `device` (as KernelBench moves them: the runners get them
+    there too, through their arenas)."""
     torch.manual_seed(seed)
     try:
-        return list(problem_module.get_init_inputs())
+        return on_device(problem_module.get_init_inputs(), device)
     except Exception as error:
         if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
             raise
@@ -56,13 +57,19 @@ def input_maker(problem_module, device):
         _seed_input_generators(seed, device)
         try:
             with torch.device(device):
-                return list(problem_module.get_inputs())
+                return on_device(problem_module.get_inputs(), device)
         except Exception as error:
             if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
                 raise
             traceback.print_exc()
             raise Stop(Status.REFERENCE_ERROR, f"the problem's get_inputs() failed: {one_line(error)}")
     return make_inputs
+
+
+def on_device(values, device) -> list:
+    """The problem's arguments as a list, each tensor on `device`: one made outside torch's factories (from numpy,
+    say, which the device's default does not reach) is moved there, as KernelBench moves every argument."""
+    return [value.to(device) if isinstance(value, torch.Tensor) else value for value in values]
 
 
 def _seed_input_generators(seed: int, device) -> None:

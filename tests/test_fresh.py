@@ -77,3 +77,22 @@ def test_a_rounds_contents_are_get_inputs_under_its_seed():
     made = make_inputs(7)
     assert all(torch.equal(a, b) for a, b in zip(made, expected))
     assert not all(torch.equal(a, b) for a, b in zip(make_inputs(8), expected))
+
+
+def test_every_tensor_argument_is_on_the_evaluation_s_device():
+    """As KernelBench moves every argument to the GPU: a tensor a problem makes outside torch's factories (from
+    numpy, say), which the device's default does not reach, is moved there, inputs and init arguments alike (the
+    meta device stands in for a GPU here)."""
+    from types import SimpleNamespace
+
+    import numpy
+
+    from kbench.loading import input_maker, reference_init_inputs
+
+    problem = SimpleNamespace(get_inputs=lambda: [torch.from_numpy(numpy.ones(3)), torch.rand(2), 4],
+                              get_init_inputs=lambda: [torch.from_numpy(numpy.zeros(2)), 5])
+    device = torch.device("meta")
+    made = input_maker(problem, device)(0)
+    init = reference_init_inputs(problem, 0, device)
+    assert [value.device.type for value in made[:2]] == ["meta", "meta"] and made[2] == 4
+    assert init[0].device.type == "meta" and init[1] == 5

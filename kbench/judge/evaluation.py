@@ -185,7 +185,7 @@ def _reference_first(job: Job, problem_module, context: Context) -> _Reference:
 
 def _reference_called(job: Job, problem_module, context: Context) -> _Reference:
     config, device = context.config, context.device
-    init_inputs = reference_init_inputs(problem_module, config.seed)
+    init_inputs = reference_init_inputs(problem_module, config.seed, device)
     # The reference's runner builds its Model while the judge builds its own (a large one takes a second of CPU).
     stand_in = _begin_stand_in(job, init_inputs, context) if config.time else None
     make_inputs = input_maker(problem_module, device)

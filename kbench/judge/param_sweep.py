@@ -60,7 +60,7 @@ def _sweep_one(problem_module, configuration, context: Context, input_seed) -> s
     config, device = context.config, context.device
     with overridden(problem_module, configuration):
         try:
-            init_inputs = reference_init_inputs(problem_module, config.seed)
+            init_inputs = reference_init_inputs(problem_module, config.seed, device)
             reference_model = build_reference(problem_module, init_inputs, config.seed, device)
             inputs = input_maker(problem_module, device)(input_seed)
             accepted = reference_model(*clone(inputs))
