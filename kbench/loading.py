@@ -31,9 +31,7 @@ def reference_init_inputs(problem_module, seed: int, device) -> list:
     try:
         return on_device(problem_module.get_init_inputs(), device)
     except Exception as error:
-        if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
-            raise
-        raise Stop(Status.REFERENCE_ERROR, f"the problem's get_init_inputs() failed: {one_line(error)}")
+        raise _problem_s_fault(error, "the problem's get_init_inputs() failed")
 
 
 def build_reference(problem_module, init_inputs: list, seed: int, device):
@@ -44,9 +42,7 @@ def build_reference(problem_module, init_inputs: list, seed: int, device):
     try:
         return problem_module.Model(*init_inputs).to(device)
     except Exception as error:
-        if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
-            raise
-        raise Stop(Status.REFERENCE_ERROR, f"reference failed to build: {one_line(error)}")
+        raise _problem_s_fault(error, "reference failed to build")
 
 
 def input_maker(problem_module, device):
@@ -59,11 +55,19 @@ def input_maker(problem_module, device):
             with torch.device(device):
                 return on_device(problem_module.get_inputs(), device)
         except Exception as error:
-            if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
-                raise
-            traceback.print_exc()
-            raise Stop(Status.REFERENCE_ERROR, f"the problem's get_inputs() failed: {one_line(error)}")
+            raise _problem_s_fault(error, "the problem's get_inputs() failed", show=True)
     return make_inputs
+
+
+def _problem_s_fault(error: Exception, what: str, show: bool = False) -> Stop:
+    """The problem's failure (reference_error) to raise; a lost CUDA context is not its (see lost_context) and
+    running out of memory may be the judge's copies or another process's (evaluation.py decides both): those are
+    raised as they are, here. `show`: the traceback goes to the log first."""
+    if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
+        raise error
+    if show:
+        traceback.print_exc()
+    return Stop(Status.REFERENCE_ERROR, f"{what}: {one_line(error)}")
 
 
 def on_device(values, device) -> list:
