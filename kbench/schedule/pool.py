@@ -80,10 +80,10 @@ class WorkerPool:
         would be in what it measures."""
         generation = self._generation
         with log_path.open("ab") as log:
-            top_up = _TopUp(lambda: self.prestart(device), top_up_due)
-            if extra_environment or not warm:
+            takes_waiting = warm and not extra_environment
+            top_up = _TopUp(lambda: self.prestart(device), top_up_due, needed=takes_waiting)
+            if not takes_waiting:
                 process = self._start([str(job_path)], log, environment(extra_environment), generation)
-                top_up.done = True
             else:
                 process = self._adopt(self._take_waiting(device), generation)
                 try:
@@ -336,11 +336,12 @@ def _end_adopted(process: Worker) -> None:
 
 
 class _TopUp:
-    """The waiting workers topped up once, when `due()` first says so (`when_due`) or at the latest `now`."""
+    """The waiting workers topped up once (where a waiting worker was taken: `needed`), when `due()` first says so
+    (`when_due`) or at the latest `now`."""
 
-    def __init__(self, top_up: Callable[[], None], due: Callable[[], bool]):
+    def __init__(self, top_up: Callable[[], None], due: Callable[[], bool], needed: bool):
         self.top_up, self.due = top_up, due
-        self.done = False
+        self.done = not needed
 
     def when_due(self) -> None:
         if not self.done and self.due():
