@@ -149,9 +149,7 @@ def _compare_tensor(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol
     for got_chunk, expected_chunk, start in chunks(got, expected):
         _compare_chunk(got_chunk, expected_chunk, atol, rtol, start, tally)
     max_abs, max_rel, reference_square_sum, difference_square_sum, nonfinite, outside = tally.read()
-    reference_norm, difference_norm = math.sqrt(reference_square_sum), math.sqrt(difference_square_sum)
-    norm_err = difference_norm / reference_norm if reference_norm > 0 else difference_norm
-    errors = (max_abs, max_rel, norm_err)
+    errors = _errors(max_abs, max_rel, reference_square_sum, difference_square_sum)
     if nonfinite:
         return TrialOutcome(False, *errors, _where(nonfinite, got, expected, label, "non-finite mismatch"))
     if outside:
@@ -193,9 +191,15 @@ def _finite_and_within(got: torch.Tensor, expected: torch.Tensor, atol: float, r
         [max_abs, max_rel, reference_square_sum, difference_square_sum, outside]).tolist()
     if not math.isfinite(max_abs) or outside:
         return None
+    return TrialOutcome(True, *_errors(max_abs, max_rel, reference_square_sum, difference_square_sum), None)
+
+
+def _errors(max_abs: float, max_rel: float, reference_square_sum: float,
+            difference_square_sum: float) -> tuple[float, float, float]:
+    """(max_abs, max_rel, norm_err) from an output's folded statistics: norm_err is ||got - expected|| over
+    ||expected||, or the difference's norm alone where the reference is all zeros."""
     reference_norm, difference_norm = math.sqrt(reference_square_sum), math.sqrt(difference_square_sum)
-    return TrialOutcome(True, max_abs, max_rel, difference_norm / reference_norm if reference_norm > 0 else
-                        difference_norm, None)
+    return max_abs, max_rel, difference_norm / reference_norm if reference_norm > 0 else difference_norm
 
 
 def _compare_chunk(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float, offset: int,
