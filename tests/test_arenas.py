@@ -102,8 +102,9 @@ def test_an_output_far_larger_than_the_reference_s_is_the_candidate_s_failure_on
 def test_layouts_cross_to_the_runners_on_a_gpu(gpu_cache_dir, problem):
     config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=0.5, sweep=0)
     honest = evaluate(ARENAS / "problems" / problem, ARENAS / "reference_code.py", config)
-    assert honest.status == Status.CORRECT and not set(honest.flags) & set(flags.REJECTING), (honest.status,
-                                                                                              honest.message)
+    assert honest.status == Status.CORRECT or set(honest.flags) & set(flags.REJECTING) == {flags.TIMING_MISMATCH}, (
+        honest.status, honest.message)  # as on a CPU (test_timed_rounds_reload_the_arguments_with_their_layout)
+    assert flags.MUTATED_INPUTS not in honest.flags and flags.STALE_OUTPUT not in honest.flags, honest.message
     if problem in LAYOUTS:
         ignorer = evaluate(ARENAS / "problems" / problem, ARENAS / "ignores_strides.py", replace(config, time=False))
         assert ignorer.status == Status.INCORRECT, (ignorer.status, ignorer.message)
