@@ -42,6 +42,8 @@ def test_a_copy_keeps_strides_offsets_and_shared_storage():
     assert len({copy.untyped_storage().data_ptr() for copy in (copies[0], copies[1], copies[3])}) == 1
     copies[3].fill_(0)
     assert not copies[0].any() and base.all()
+    conjugate = torch.rand(3, dtype=torch.complex64).conj()  # a bit its bytes do not hold: applied in the copy
+    assert torch.equal(copied_with_layout([conjugate])[0], conjugate)
 
 
 @pytest.mark.parametrize("problem", ALL_LAYOUTS)

@@ -96,6 +96,7 @@ def storage_bytes(tensor: torch.Tensor, size: int) -> torch.Tensor:
 def copied_with_layout(values: list) -> list:
     """A copy of `values` whose tensors keep their layout: dtype, shape, stride, storage offset, and the views that
     share a storage share one copy of it (as far as they reach). Other values stay as they are."""
+    values = [plain(value) if isinstance(value, torch.Tensor) else value for value in values]
     copies = list(values)
     for first, members in storage_groups(values).items():
         size = max(extent(values[index]) for index in members)
@@ -118,6 +119,7 @@ def refill(buffers: list, sources: list) -> None:
     """Copy the contents of `sources` into `buffers` (non-tensors are left alone): storage by storage where the
     buffers are laid out as the sources are (a view whose elements overlap, an expanded one, cannot be written
     element by element), else element by element."""
+    sources = [plain(value) if isinstance(value, torch.Tensor) else value for value in sources]
     for first, members in storage_groups(sources).items():
         if all(isinstance(buffers[index], torch.Tensor) and _same_layout(buffers[index], sources[index])
                for index in members) and len(storage_groups([buffers[index] for index in members])) == 1:
