@@ -11,6 +11,7 @@ from kbench.schedule.job import one_line
 from kbench.problem import load_module
 from kbench.judge.progress import Stop
 from kbench.results import Status
+from kbench.runner.arenas import copied_with_layout
 
 
 def load_problem(path: str):
@@ -126,7 +127,9 @@ def call_reference(model, inputs, device, cloned: bool = False):
 
 
 def clone(inputs: list) -> list:
-    return [value.clone() if isinstance(value, torch.Tensor) else value for value in inputs]
+    """A copy of the arguments laid out as they are (strides, storage offsets, views that share a storage), as the
+    runners get them: the reference computes on what get_inputs made."""
+    return copied_with_layout(inputs)
 
 
 def tensor_bytes(values) -> int:

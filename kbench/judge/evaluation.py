@@ -31,7 +31,7 @@ from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.processes import open_log
 from kbench.judge.progress import Context, Findings, Progress, Stop
-from kbench.judge.remote import RemoteModel, begin_stand_in, failure_of, new_candidate
+from kbench.judge.remote import OutputRoom, RemoteModel, begin_stand_in, failure_of, new_candidate
 from kbench.judge.remote_process import RunnerDied, Runners, describe_exit
 from kbench.results import Outcome, Status, Timing
 from kbench.runner import wire
@@ -160,6 +160,7 @@ class _Reference:
     make_inputs: object        # loading.input_maker at the evaluation's sizes
     ops: set[str]              # the aten ops its first call dispatched (empty without guards)
     mutates_inputs: bool       # its first call changed its inputs (else the trials call it on theirs, uncopied)
+    room: OutputRoom           # what its outputs take: the most room the candidate's get
     stand_in: Callable[[], RemoteModel] | None = None  # waits for the same Model, begun in the reference's runner
     timed: RemoteModel | None = None  # that Model, built: the one timed (None: no timing)
     alone: Timing | None = None       # its timed calls before the candidate existed (None: not taken)
@@ -202,9 +203,10 @@ def _reference_called(job: Job, problem_module, context: Context) -> _Reference:
         if stand_in is not None:  # its reply comes first: the reference's runner answers in order
             _drained(stand_in)
         raise
+    room = OutputRoom.of(outputs[-1])
     guards.poison(outputs.pop())
     mutates = guards.inputs_mutated(inputs, used)
-    return _Reference(model, init_inputs, make_inputs, ops, mutates, stand_in)
+    return _Reference(model, init_inputs, make_inputs, ops, mutates, room, stand_in)
 
 
 def _drained(stand_in: Callable[[], RemoteModel]) -> None:
@@ -322,7 +324,7 @@ def _official_verdict(reference: _Reference, context: Context) -> Outcome:
     config, progress = context.config, context.progress
     progress.enter("building ModelNew")
     release_cached_memory(context.device)  # what the reference's first calls freed: the candidate may need it
-    candidate = new_candidate(context.runner, reference.init_inputs, config.seed, context.overrides)
+    candidate = new_candidate(context.runner, reference.init_inputs, config.seed, context.overrides, reference.room)
     progress.enter("checking")
     trials = run_trials(reference.model, candidate, reference.make_inputs, reference.ops, context,
                         reference.mutates_inputs)

@@ -14,7 +14,7 @@ from kbench.loading import (build_reference, call_reference, clone, input_maker,
                             reference_init_inputs, synchronize)
 from kbench.problem import describe_overrides, overridden
 from kbench.judge.progress import Context, Stop
-from kbench.judge.remote import new_candidate
+from kbench.judge.remote import OutputRoom, new_candidate
 from kbench.results import SweepResult
 from kbench.judge.trials import ask_truth
 
@@ -71,10 +71,11 @@ def _sweep_one(problem_module, configuration, context: Context, input_seed) -> s
             return SKIPPED
         if all(isinstance(value, torch.Tensor) and value.numel() == 0 for value in check.as_tensor_list(accepted)):
             return SKIPPED  # a degenerate configuration: nothing to compare
+        room = OutputRoom.of(accepted)
         guards.poison(accepted)
         del accepted
         try:
-            candidate = new_candidate(context.runner, init_inputs, config.seed, configuration)
+            candidate = new_candidate(context.runner, init_inputs, config.seed, configuration, room)
             candidate_output = candidate.call(inputs)
         except Stop as stop:
             return stop.message

@@ -3,13 +3,14 @@
 RemoteModel is a model whose calls run in the runner: the judge puts the arguments in its arenas,
 the runner calls ModelNew on them and copies the outputs into the judge's output arenas, and the judge copies
 them out again at once into memory only it holds. What the runner says about an output (type, dtype, shape,
-device) is checked before its bytes are read; a call it says it timed is bounded by the judge's own clock
-(timed_sides.RemoteTimer).
+device) is checked before its bytes are read; the room it asks for is bounded by what the reference's outputs need
+(OutputRoom); a call it says it timed is bounded by the judge's own clock (timed_sides.RemoteTimer).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -19,18 +20,51 @@ from kbench.judge.remote_process import RunnerDied, RunnerProcess, describe_exit
 from kbench.loading import release_cached_memory
 from kbench.results import Status
 from kbench.runner import wire
-from kbench.runner.arenas import dtype_name, dtype_of, nbytes, view
+from kbench.runner.arenas import dtype_name, dtype_of, extent, plain, storage_bytes, storage_groups, view
 
 _PLAIN_KINDS = ("Tensor", "Parameter")
+
+# What a candidate's output may take beyond the reference's: twice its bytes and this much (a wider dtype, a
+# different shape: the comparison fails those, with a clearer message than a refusal of room).
+ROOM_SLACK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class OutputRoom:
+    """The bytes of each tensor the reference returns at the evaluation's sizes (the judge's own reference run): the
+    judge reserves that room for the candidate's outputs before it runs, and gives no more than
+    `allowed(index)` bytes to output `index`, nor room for more outputs, however much the runner asks."""
+
+    sizes: tuple[int, ...]
+
+    @classmethod
+    def of(cls, output) -> "OutputRoom":
+        values = output if isinstance(output, (tuple, list)) else [output]
+        return cls(tuple(value.numel() * value.element_size() for value in values if isinstance(value, torch.Tensor)))
+
+    def allowed(self, index: int) -> int:
+        return 2 * self.sizes[index] + ROOM_SLACK_BYTES
+
+    def refusal(self, asked: list[int]) -> str | None:
+        """Why the judge gives no room for `asked` (bytes per output), or None."""
+        if len(asked) > len(self.sizes):
+            return f"returned {len(asked)} tensors where the reference returns {len(self.sizes)}"
+        for index, size in enumerate(asked):
+            if size > self.allowed(index):
+                return (f"output {index} takes {size} bytes, more than kbench gives it ({self.allowed(index)}: "
+                        f"twice the reference's {self.sizes[index]} and {ROOM_SLACK_BYTES})")
+        return None
 
 
 class RemoteModel:
     """ModelNew in the runner. Calling it returns outputs in the judge's memory, or raises Stop."""
 
-    def __init__(self, runner: RunnerProcess, instance: str, of_reference: bool = False):
+    def __init__(self, runner: RunnerProcess, instance: str, of_reference: bool = False,
+                 room: OutputRoom | None = None):
         self.runner = runner
         self.instance = instance
         self.of_reference = of_reference  # the problem's Model in the reference's runner: its failures are the problem's
+        self.room = room  # None: the reference's runner (no candidate code), bounded only by _sizes
         self.last: wire.CallReply | None = None
         self.received_at = 0.0
         self.private: dict[int, torch.Tensor] = {}  # the judge's copies of timed outputs, by output index
@@ -62,20 +96,28 @@ class RemoteModel:
         return [view if view is not None else value for view, value in zip(views, inputs)]
 
     def stage(self, inputs: list, prefix: str = "in") -> tuple[dict, list]:
-        """The call's message with the arguments in arenas (copied there now, unless they are the arenas'
-        views already: the timing loop's buffers), and the arena views."""
-        arguments, views = [], []
+        """The call's message with the arguments in arenas, and the arena views: each storage the arguments view
+        is copied once into the arena of its first argument (as far as its views reach; not when they are the
+        arena's views already: the timing loop's buffers), and each view is rebuilt there with its own dtype,
+        shape, stride and storage offset, so the runner sees the problem's layout and sharing."""
+        inputs = [plain(value) if isinstance(value, torch.Tensor) else value for value in inputs]
+        arguments: list = [None] * len(inputs)
+        views: list = [None] * len(inputs)
+        for first, members in storage_groups(inputs).items():
+            size = max(extent(inputs[index]) for index in members)
+            arena = self.runner.arenas.ensure(f"{prefix}{first}", size)
+            buffer = self.runner.arenas.buffers[arena]
+            if size and inputs[first].untyped_storage().data_ptr() != buffer.data_ptr():  # else it is there already
+                buffer[:size].copy_(storage_bytes(inputs[first], size))
+            for index in members:
+                value = inputs[index]
+                ref = wire.TensorRef(arena, dtype_name(value.dtype), tuple(value.shape), tuple(value.stride()),
+                                     value.storage_offset())
+                views[index] = self.runner.arenas.view(arena, value.dtype, ref.shape, ref.stride, ref.offset)
+                arguments[index] = ref.to_wire()
         for index, value in enumerate(inputs):
-            if isinstance(value, torch.Tensor):
-                arena = self.runner.arenas.ensure(f"{prefix}{index}", nbytes(value.dtype, value.shape))
-                staged = self.runner.arenas.view(arena, value.dtype, value.shape)
-                if staged.data_ptr() != value.data_ptr() or not staged.numel():  # else it is there already
-                    staged.copy_(value)
-                views.append(staged)
-                arguments.append(wire.TensorRef(arena, dtype_name(value.dtype), tuple(value.shape)).to_wire())
-            else:
-                views.append(None)
-                arguments.append({"value": _encoded(value)})
+            if not isinstance(value, torch.Tensor):
+                arguments[index] = {"value": _encoded(value)}
         if self.runner.device.type == "cuda":  # the runner reads them (written on the judge's stream) at once
             torch.cuda.synchronize(self.runner.device)
         return {"op": "call", "instance": self.instance, "args": arguments}, views
@@ -85,7 +127,7 @@ class RemoteModel:
         message = dict(message, mode=mode, outputs=self._output_arenas())
         data = self._reply(self.runner.request(message))
         if "grow" in data:  # the outputs need more room than the arenas have: make it, then take delivery
-            arenas = [self.runner.arenas.ensure(f"out{index}", size) for index, size in enumerate(_sizes(data["grow"]))]
+            arenas = self._grown(_sizes(data["grow"]))
             data = self._reply(self.runner.request({"op": "deliver", "outputs": arenas}))
         reply = _parsed(data)
         self.last = reply
@@ -96,6 +138,23 @@ class RemoteModel:
         # its work was done either waited for it here or handed over what its work had not yet written.
         self.received_at = time.perf_counter()
         return outputs, reply
+
+    def reserve_output_room(self) -> None:
+        """The output arenas the reference's outputs need, made now, before the candidate's code runs on: room
+        the runner cannot have taken first."""
+        for index, size in enumerate(self.room.sizes):
+            self.runner.arenas.ensure(f"out{index}", size)
+
+    def _grown(self, sizes: list[int]) -> list[str]:
+        """The output arenas, with room for `sizes` bytes each (within the room the reference's outputs allow)."""
+        refusal = None if self.room is None else self.room.refusal(sizes)
+        if refusal:
+            raise self._stop(Status.INCORRECT, f"kbench gave its outputs no more room: it {refusal}")
+        try:
+            return [self.runner.arenas.ensure(f"out{index}", size) for index, size in enumerate(sizes)]
+        except (torch.OutOfMemoryError, OSError) as error:  # the room it asked for, within its bounds: its outputs'
+            raise self._stop(Status.RUNTIME_ERROR, f"its outputs ({sum(sizes)} bytes) did not fit in the memory "
+                                                   f"left: {str(error).splitlines()[0][:200]}")
 
     def _output_arenas(self) -> list[str]:
         slots = self.runner.arenas.slots
@@ -167,10 +226,14 @@ def _parsed(data: dict) -> wire.CallReply:
         raise Stop(Status.INCORRECT, f"the runner's reply broke the protocol: {error}")
 
 
-def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides: dict) -> RemoteModel:
+def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides: dict,
+                  room: OutputRoom) -> RemoteModel:
     """ModelNew(*init_inputs) built in the runner right after `seed`, as the reference was, at the sizes
-    `overrides` set (the runner's copy of the problem follows them); the runner's earlier instances go."""
-    return _built(RemoteModel(runner, runner.new_instance()), "build", init_inputs, seed, overrides)
+    `overrides` set (the runner's copy of the problem follows them); the runner's earlier instances go. Its
+    outputs get the `room` the reference's need at these sizes, reserved before it is built."""
+    model = RemoteModel(runner, runner.new_instance(), room=room)
+    model.reserve_output_room()
+    return _built(model, "build", init_inputs, seed, overrides)
 
 
 def begin_stand_in(runner: RunnerProcess, problem_path: str, policy: str, init_inputs: list, seed: int,

@@ -66,11 +66,8 @@ class RunnerProcess:
 
     def __init__(self, device: str, protected: bool = False, build_only: bool = False):
         self.device = torch.device(device)
-        # In the worker's own folder (schedule/pool.py removes it when the worker ends, however it ends); not in
-        # /dev/shm, which every runner may write (/dev holds the GPU's device files): there another evaluation's
-        # candidate could rewrite this runner's arenas, the reference's timed outputs among them.
+        # In the worker's own folder (schedule/pool.py removes it when the worker ends, however it ends).
         base = os.environ.get(WORK_VARIABLE) or None
-        self.exchange = Path(tempfile.mkdtemp(prefix="kbench-exchange-", dir=base))
         self.scratch = Path(tempfile.mkdtemp(prefix="kbench-scratch-", dir=base))
         judge_end, runner_end = socket.socketpair()
         self.commands, commands_read = judge_end.detach(), runner_end.detach()
@@ -94,7 +91,7 @@ class RunnerProcess:
         _LIVE.add(self.process.pid)
         os.close(commands_read)
         os.close(replies_write)
-        self.arenas = JudgeArenas(self.device, self.exchange)
+        self.arenas = JudgeArenas(self.device)
         self.instances = 0
         self.ready = False  # the runner said it started
         # The candidate's runner, in a cgroup of its own before any candidate code runs: pause() stops all it
@@ -102,9 +99,9 @@ class RunnerProcess:
         self.freezer = None if protected or build_only else _freezer_for(self.process.pid)
 
     def own_folders(self) -> list[Path]:
-        """What the candidate's runner may write whatever its job: its scratch and exchange folders, and /dev (the
-        GPU's device files). It confines itself to them before its job comes (runner/serve.py)."""
-        return [self.scratch, self.exchange, Path("/dev")]
+        """What the candidate's runner may write whatever its job: its scratch folder, and /dev (the GPU's device
+        files). It confines itself to them before its job comes (runner/serve.py)."""
+        return [self.scratch, Path("/dev")]
 
     def request(self, message: dict, on_progress=None) -> dict:
         """Send a command and wait for its reply; progress messages on the way go to `on_progress`."""
@@ -113,17 +110,22 @@ class RunnerProcess:
 
     def send(self, message: dict) -> None:
         """Send a command; reply() waits for its answer (the judge may work meanwhile)."""
-        message = dict(message, arenas=self.arenas.take_unsent())
+        arenas, descriptors = self.arenas.take_unsent()
         try:
-            wire.send(self.commands, message)
+            wire.send(self.commands, dict(message, arenas=arenas))
+            if descriptors:  # new arenas' shared memory, which the runner maps before it reads the message
+                self.send_descriptor(*descriptors)
         except (wire.ChannelClosed, BrokenPipeError):
             raise RunnerDied(self._returncode(), self, self.ready) from None
+        finally:
+            for descriptor in descriptors:
+                os.close(descriptor)
 
-    def send_descriptor(self, fd: int) -> None:
-        """Hand the runner an open file (the job's log) right after a command that says one follows."""
+    def send_descriptor(self, *fds: int) -> None:
+        """Hand the runner open files (the job's log, arenas) right after a command that says they follow."""
         channel = socket.socket(fileno=self.commands)
         try:
-            socket.send_fds(channel, [b"F"], [fd])
+            socket.send_fds(channel, [b"F"], list(fds))
         except OSError:
             raise RunnerDied(self._returncode(), self, self.ready) from None
         finally:
@@ -208,7 +210,6 @@ class RunnerProcess:
             except OSError:
                 pass
         self.arenas.close()
-        shutil.rmtree(self.exchange, ignore_errors=True)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 

@@ -15,6 +15,7 @@ from kbench.config import PYTORCH_DEFAULT
 from kbench.schedule.job import one_line
 from kbench.loading import clone
 from kbench.judge.progress import Context
+from kbench.runner.arenas import refill
 
 
 
@@ -127,6 +128,4 @@ def _compiled_reference(reference_model, inputs, context: Context):
 
 def load_into(buffers: list, inputs: list) -> None:
     """Copy inputs into a side's input buffers (non-tensor arguments stay as they are)."""
-    for buffer, source in zip(buffers, inputs):
-        if isinstance(buffer, torch.Tensor):
-            buffer.copy_(source)
+    refill(buffers, inputs)

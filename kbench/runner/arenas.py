@@ -1,13 +1,18 @@
 """Arenas: byte buffers the judge allocates and shares with its runner, through which arguments go in and
-outputs come out. On a CPU an arena is a file in a folder of the judge's (the runner's exchange folder, which
-no other runner may write) mapped by both processes; on a GPU it is device memory shared through CUDA IPC. The
-judge never maps anything the runner names: the runner asks for room and the judge allocates it."""
+outputs come out. On a CPU an arena is anonymous shared memory (a memfd) the judge creates, maps and hands the
+runner over its command socket; on a GPU it is device memory shared through CUDA IPC. No arena has a path: the judge
+never opens a file the runner could have named or linked, and never maps anything the runner names (the runner asks
+for room and the judge allocates it, within what the reference's outputs need: remote.OutputRoom).
+
+Arguments keep the layout the problem made them with: each distinct storage the arguments view is copied once into
+an arena (as far as its views reach), and each tensor is sent as (arena, dtype, shape, stride, storage offset), so
+the runner rebuilds the same views over the same bytes, sharing a storage where the problem's arguments share one."""
 
 from __future__ import annotations
 
 import base64
+import mmap
 import os
-from pathlib import Path
 
 import torch
 
@@ -37,14 +42,97 @@ def nbytes(dtype: torch.dtype, shape) -> int:
     return count * torch.empty((), dtype=dtype).element_size()
 
 
-def view(buffer: torch.Tensor, dtype: torch.dtype, shape) -> torch.Tensor:
-    """`buffer` (uint8) seen as a contiguous tensor of `dtype` and `shape` from its first byte."""
-    size = nbytes(dtype, shape)
+def view(buffer: torch.Tensor, dtype: torch.dtype, shape, stride=None, offset: int = 0) -> torch.Tensor:
+    """`buffer` (uint8, from its storage's first byte) seen as a tensor of `dtype` and `shape`: contiguous from
+    its first byte, or with `stride` and storage `offset` (in elements) as the problem's argument had them."""
+    if stride is None:
+        size = nbytes(dtype, shape)
+        if size > buffer.numel():
+            raise ValueError(f"{size} bytes do not fit an arena of {buffer.numel()}")
+        if size == 0:
+            return torch.empty(tuple(shape), dtype=dtype, device=buffer.device)
+        return buffer[:size].view(dtype).view(tuple(shape))
+    size = reach(dtype, shape, stride, offset)
     if size > buffer.numel():
-        raise ValueError(f"{size} bytes do not fit an arena of {buffer.numel()}")
-    if size == 0:
-        return torch.empty(tuple(shape), dtype=dtype, device=buffer.device)
-    return buffer[:size].view(dtype).view(tuple(shape))
+        raise ValueError(f"a view reaching {size} bytes does not fit an arena of {buffer.numel()}")
+    rebuilt = torch.empty(0, dtype=dtype, device=buffer.device)
+    return rebuilt.set_(buffer.untyped_storage(), int(offset), tuple(shape), tuple(stride))
+
+
+def reach(dtype: torch.dtype, shape, stride, offset: int) -> int:
+    """Bytes from its storage's start to the end of the last element a view reaches (0: it has none)."""
+    if any(int(size) == 0 for size in shape):
+        return 0
+    if any(int(step) < 0 for step in stride) or int(offset) < 0:
+        raise ValueError("a view with a negative stride or offset")
+    last = int(offset) + sum((int(size) - 1) * int(step) for size, step in zip(shape, stride))
+    return (last + 1) * torch.empty((), dtype=dtype).element_size()
+
+
+def extent(tensor: torch.Tensor) -> int:
+    return reach(tensor.dtype, tensor.shape, tensor.stride(), tensor.storage_offset())
+
+
+def storage_groups(values: list) -> dict[int, list[int]]:
+    """The tensors among `values` by the storage they view: the index of the first tensor on a storage -> the
+    indices of every tensor on it (views of one storage share it; an empty storage is shared with none)."""
+    groups: dict[int, list[int]] = {}
+    first_on: dict[tuple, int] = {}
+    for index, value in enumerate(values):
+        if not isinstance(value, torch.Tensor):
+            continue
+        storage = value.untyped_storage()
+        key = (str(value.device), storage.data_ptr()) if storage.nbytes() else ("empty", index)
+        first = first_on.setdefault(key, index)
+        groups.setdefault(first, []).append(index)
+    return groups
+
+
+def storage_bytes(tensor: torch.Tensor, size: int) -> torch.Tensor:
+    """The first `size` bytes of the storage `tensor` views, as a uint8 tensor over them."""
+    return torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(tensor.untyped_storage(), 0, (size,), (1,))
+
+
+def copied_with_layout(values: list) -> list:
+    """A copy of `values` whose tensors keep their layout: dtype, shape, stride, storage offset, and the views that
+    share a storage share one copy of it (as far as they reach). Other values stay as they are."""
+    values = [plain(value) if isinstance(value, torch.Tensor) else value for value in values]
+    copies = list(values)
+    for first, members in storage_groups(values).items():
+        size = max(extent(values[index]) for index in members)
+        storage = storage_bytes(values[first], size).clone()
+        for index in members:
+            value = values[index]
+            copies[index] = view(storage, value.dtype, value.shape, value.stride(), value.storage_offset())
+    return copies
+
+
+def plain(value: torch.Tensor) -> torch.Tensor:
+    """`value` with the bits its bytes do not hold (a conjugate or negative view) applied, and dense if sparse: what
+    can cross to a runner as (bytes, dtype, shape, stride, offset)."""
+    if value.layout != torch.strided:
+        value = value.to_dense()
+    return value.resolve_conj().resolve_neg()
+
+
+def refill(buffers: list, sources: list) -> None:
+    """Copy the contents of `sources` into `buffers` (non-tensors are left alone): storage by storage where the
+    buffers are laid out as the sources are (a view whose elements overlap, an expanded one, cannot be written
+    element by element), else element by element."""
+    sources = [plain(value) if isinstance(value, torch.Tensor) else value for value in sources]
+    for first, members in storage_groups(sources).items():
+        if all(isinstance(buffers[index], torch.Tensor) and _same_layout(buffers[index], sources[index])
+               for index in members) and len(storage_groups([buffers[index] for index in members])) == 1:
+            size = max(extent(sources[index]) for index in members)
+            storage_bytes(buffers[first], size).copy_(storage_bytes(sources[first], size))
+        else:
+            for index in members:
+                buffers[index].copy_(sources[index])
+
+
+def _same_layout(one: torch.Tensor, other: torch.Tensor) -> bool:
+    return (one.dtype, one.shape, one.stride(), one.storage_offset()) == (
+        other.dtype, other.shape, other.stride(), other.storage_offset())
 
 
 def aliasing(items: list, arguments: list) -> list[int]:
@@ -72,22 +160,23 @@ class JudgeArenas:
     """The judge's arenas for one runner, by slot name ("in0", "out1"): each grows (a new arena) when a
     tensor does not fit."""
 
-    def __init__(self, device: torch.device, folder: Path):
+    def __init__(self, device: torch.device):
         self.device = device
-        self.folder = folder
         self.buffers: dict[str, torch.Tensor] = {}   # arena id -> uint8 buffer
         self.slots: dict[str, str] = {}              # slot -> arena id
         self.unsent: list[dict] = []                 # descriptions the runner has not been sent yet
+        self.descriptors: dict[str, int] = {}        # arena id -> its memfd, until the runner is sent it (a CPU's)
         self._count = 0
 
     def ensure(self, slot: str, size: int) -> str:
         """The arena id of `slot`, with room for `size` bytes (a new arena's description waits in `unsent` for
-        the next message to the runner)."""
+        the next message to the runner). Running out of memory raises torch.OutOfMemoryError or OSError."""
         current = self.slots.get(slot)
         if current is not None and self.buffers[current].numel() >= size:
             return current
         if current is not None:
             self._drop(current)
+            del self.slots[slot]
         self._count += 1
         arena = f"{slot}.{self._count}"
         capacity = _rounded(size)
@@ -95,29 +184,34 @@ class JudgeArenas:
             buffer = torch.empty(capacity, dtype=torch.uint8, device=self.device)
             description = {"id": arena, "kind": "cuda", "bytes": capacity, "ipc": _ipc_handle(buffer)}
         else:
-            path = self.folder / arena
-            buffer = torch.from_file(str(path), shared=True, size=capacity, dtype=torch.uint8)
-            description = {"id": arena, "kind": "file", "bytes": capacity, "path": str(path)}
+            buffer, self.descriptors[arena] = _shared_memory(arena, capacity)
+            description = {"id": arena, "kind": "memfd", "bytes": capacity}
         self.buffers[arena] = buffer
         self.slots[slot] = arena
         self.unsent.append(description)
         return arena
 
-    def take_unsent(self) -> list[dict]:
-        """Descriptions of the arenas made since the last message, for the runner to open before it reads it."""
-        unsent, self.unsent = self.unsent, []
-        return [description for description in unsent if description["id"] in self.buffers]
+    def take_unsent(self) -> tuple[list[dict], list[int]]:
+        """Descriptions of the arenas made since the last message, for the runner to open before it reads it, and
+        the descriptors to send it right after the message (a memfd's description says which, by position): the
+        caller closes them once sent."""
+        unsent, self.unsent = [description for description in self.unsent if description["id"] in self.buffers], []
+        descriptors = []
+        for description in unsent:
+            if description["kind"] == "memfd":
+                description["fd"] = len(descriptors)
+                descriptors.append(self.descriptors.pop(description["id"]))
+        return unsent, descriptors
 
-    def view(self, arena: str, dtype: torch.dtype, shape) -> torch.Tensor:
-        return view(self.buffers[arena], dtype, shape)
+    def view(self, arena: str, dtype: torch.dtype, shape, stride=None, offset: int = 0) -> torch.Tensor:
+        return view(self.buffers[arena], dtype, shape, stride, offset)
 
     def _drop(self, arena: str) -> None:
+        """Let go of an arena: its memory goes once neither process maps it (nor holds a view of it)."""
         del self.buffers[arena]
-        if self.device.type != "cuda":
-            try:
-                os.unlink(self.folder / arena)
-            except OSError:
-                pass
+        descriptor = self.descriptors.pop(arena, None)
+        if descriptor is not None:
+            os.close(descriptor)
 
     def close(self) -> None:
         """Drop every arena; the next ensure() makes new ones."""
@@ -125,6 +219,17 @@ class JudgeArenas:
             self._drop(arena)
         self.slots.clear()
         self.unsent.clear()
+
+
+def _shared_memory(name: str, size: int) -> tuple[torch.Tensor, int]:
+    """`size` bytes of anonymous shared memory, mapped here (the tensor keeps the mapping), and its descriptor."""
+    descriptor = os.memfd_create(f"kbench-arena-{name}", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(descriptor, size)
+        return torch.frombuffer(mmap.mmap(descriptor, size), dtype=torch.uint8), descriptor
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def _ipc_handle(buffer: torch.Tensor) -> list:
@@ -142,7 +247,8 @@ class RunnerArenas:
     def __init__(self):
         self.buffers: dict[str, torch.Tensor] = {}
 
-    def open(self, description: dict) -> None:
+    def open(self, description: dict, descriptors: list[int]) -> None:
+        """Map the arena `description` gives (a memfd's descriptor is among `descriptors`, which came with it)."""
         arena, size = description["id"], int(description["bytes"])
         if description["kind"] == "cuda":
             parts = list(description["ipc"])
@@ -152,10 +258,10 @@ class RunnerArenas:
             buffer = torch.empty(0, dtype=torch.uint8, device=torch.device("cuda", parts[0]))
             buffer.set_(storage, 0, (size,), (1,))
         else:
-            buffer = torch.from_file(description["path"], shared=True, size=size, dtype=torch.uint8)
+            buffer = torch.frombuffer(mmap.mmap(descriptors[description["fd"]], size), dtype=torch.uint8)
         self.buffers[arena] = buffer
         for other in [name for name in self.buffers if name != arena and name.split(".")[0] == arena.split(".")[0]]:
             del self.buffers[other]  # the slot's older arena: the judge let it go
 
-    def view(self, arena: str, dtype: torch.dtype, shape) -> torch.Tensor:
-        return view(self.buffers[arena], dtype, shape)
+    def view(self, arena: str, dtype: torch.dtype, shape, stride=None, offset: int = 0) -> torch.Tensor:
+        return view(self.buffers[arena], dtype, shape, stride, offset)

@@ -2,7 +2,7 @@
 
 - Its own session and process group (the judge starts it so) and death with the judge (die_with_parent).
 - Landlock, where the kernel offers it and the `landlock` package is installed: files may be written only
-  under the folders the judge names (its scratch folder, the exchange folder, /dev for the GPU's device files;
+  under the folders the judge names (its scratch folder, /dev for the GPU's device files;
   a build's runner also its solution's own extension folder) and its own /proc/PID (CUDA's driver names its
   threads there); reading stays open (the candidate reads the problem, torch and its built extensions).
 - No signals to processes outside its own (Landlock's signal scope, ABI 6 and later): it cannot stop the

@@ -6,7 +6,7 @@ reference's (`protected`), which builds only the problem's own Model (the "stand
 solution and warms up (the CUDA context) at once. The candidate's runner confines itself (limits.py) while it is
 its only thread, before anything starts a thread: confinement reaches only the thread that asks for it and the
 threads it starts later, and a candidate can run code on any thread of its process. An evaluation's runner does
-it at its start, to its own folders (scratch, exchange, /dev: whatever its job, no build cache), and then warms up
+it at its start, to its own folders (scratch, /dev: whatever its job, no build cache), and then warms up
 (the CUDA context, the op recording) before its job comes; it loads the candidate's extensions from the build
 cache as the build phase left them, without writing there. A build's runner, which needs no CUDA context, confines
 itself when its job comes, to its folders and the solution's own extension folder. Then it does what the judge asks:
@@ -115,8 +115,14 @@ class Runner:
         self.pending = None         # outputs waiting for bigger arenas
 
     def handle(self, message: dict) -> dict:
-        for description in message.get("arenas", []):
-            self.arenas.open(description)
+        arenas = message.get("arenas", [])
+        descriptors = _received_descriptors(self.commands, sum(arena["kind"] == "memfd" for arena in arenas))
+        try:
+            for description in arenas:
+                self.arenas.open(description, descriptors)
+        finally:
+            for descriptor in descriptors:  # each mapping holds its own
+                os.close(descriptor)
         op = message.get("op")
         if op == "job":
             return self._job(message)
@@ -231,14 +237,15 @@ class Runner:
     # --- calls ------------------------------------------------------------------------------------------
 
     def _argument(self, item):
-        """An argument: a tensor in an arena (the same tensor object whenever the judge sends the same view,
-        its version counter advanced as a write would advance it: the judge wrote new contents), or a value."""
+        """An argument: a tensor in an arena, laid out as the problem made it (stride, storage offset; arguments
+        that share a storage share the arena), the same tensor object whenever the judge sends the same view,
+        its version counter advanced as a write would advance it: the judge wrote new contents; or a value."""
         if isinstance(item, dict) and "tensor" in item:
             ref = item["tensor"]
-            key = (ref["arena"], ref["dtype"], tuple(ref["shape"]))
+            key = (ref["arena"], ref["dtype"], tuple(ref["shape"]), tuple(ref["stride"]), ref["offset"])
             tensor = self.views.get(key)
             if tensor is None or key[0] not in self.arenas.buffers:
-                tensor = self.views[key] = self.arenas.view(ref["arena"], dtype_of(ref["dtype"]), ref["shape"])
+                tensor = self.views[key] = self.arenas.view(ref["arena"], dtype_of(ref["dtype"]), *key[2:])
             else:
                 torch._C._autograd._unsafe_set_version_counter((tensor,), (tensor._version + 1,))
             return tensor
@@ -398,13 +405,20 @@ def _build_info(record) -> dict:
 def _take_output(commands: int) -> None:
     """This process's stdout and stderr (and the compilers') to the file whose descriptor the judge sends next
     (the evaluation's log, which a runner confined before its job could not open)."""
+    for descriptor in _received_descriptors(commands, 1):
+        output_to(descriptor)
+
+
+def _received_descriptors(commands: int, count: int) -> list[int]:
+    """The `count` descriptors the judge sends next on the command socket (none: nothing is read)."""
+    if not count:
+        return []
     channel = socket.socket(fileno=commands)
     try:
-        _, descriptors, _, _ = socket.recv_fds(channel, 1, 1)
+        _, descriptors, _, _ = socket.recv_fds(channel, 1, count)
     finally:
         channel.detach()
-    for descriptor in descriptors:
-        output_to(descriptor)
+    return descriptors
 
 
 def _flush() -> None:

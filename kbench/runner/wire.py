@@ -91,14 +91,18 @@ def decode_value(data):
 
 @dataclass(frozen=True)
 class TensorRef:
-    """A tensor that lives in an arena: `arena` names the buffer, the rest says how to view its bytes."""
+    """A tensor that lives in an arena: `arena` names the buffer, the rest says how to view its bytes (as the
+    problem's argument was laid out in its storage, which the arena holds from its first byte)."""
 
     arena: str
     dtype: str                 # "float32", as torch names it without "torch."
     shape: tuple[int, ...]
+    stride: tuple[int, ...]    # in elements
+    offset: int                # storage offset, in elements
 
     def to_wire(self) -> dict:
-        return {"tensor": {"arena": self.arena, "dtype": self.dtype, "shape": list(self.shape)}}
+        return {"tensor": {"arena": self.arena, "dtype": self.dtype, "shape": list(self.shape),
+                           "stride": list(self.stride), "offset": self.offset}}
 
 
 @dataclass(frozen=True)
