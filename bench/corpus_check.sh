@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} KBENCH_CACHE_DIR=${KBENCH_CACHE_DIR:-/tmp/kbench-corpus-cache}
 export PYTHONPATH=$ROOT:$ROOT/.device/site
+source bench/landlock_site.sh && landlock_site "$ROOT"  # the runners' confinement ($LANDLOCK_WHEELS)
 OUT=${OUT:-/tmp/kbench-out}
 mkdir -p "$OUT"
 for level in "${@:-l1 l2 l3}"; do

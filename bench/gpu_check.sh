@@ -10,10 +10,11 @@
 # Usage: OUT=/some/dir bash bench/gpu_check.sh [verdicts|cheats|timing|sweep|all]   (outputs land in $OUT)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KBENCH_CACHE_DIR=${KBENCH_CACHE_DIR:-/tmp/kbench-cache}
+export PYTHONPATH=$PWD:$PWD/.device/site PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 KBENCH_CACHE_DIR=${KBENCH_CACHE_DIR:-/tmp/kbench-cache}
 OUT=${OUT:-/tmp/kbench-out}
 part=${1:-all}
 mkdir -p "$OUT"
+source bench/landlock_site.sh && landlock_site "$PWD"  # the runners' confinement ($LANDLOCK_WHEELS)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv | tee -a "$OUT/gpu.txt"
 if [[ $part == verdicts || $part == all ]]; then
     python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest_gpu.txt"

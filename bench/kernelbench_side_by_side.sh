@@ -47,6 +47,7 @@ mkdir -p "$OUT"
 # pydantic for KernelBench's evaluator, in a folder of its own: only KernelBench's processes get it on PYTHONPATH
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
     "$ROOT"/.whl/*.whl || exit 1
+source "$ROOT/bench/landlock_site.sh" && landlock_site "$ROOT"  # kbench's runners' confinement ($LANDLOCK_WHEELS)
 helper select "$RUN" "$N" > "$OUT/selected.txt" || exit 1
 mkdir -p "$WORK/solutions" && xargs -d '\n' cp -t "$WORK/solutions" < "$OUT/selected.txt" || exit 1
 # Loads torch once before either clock starts, so that neither pays for a cold page cache; names the GPU.

@@ -19,7 +19,8 @@ tar xJf .raypkg/ray.tar.xz -C "$SITE"
 python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .raypkg/*.whl
 # Exported before `ray start`: the Ray workers inherit this environment (Ray and kbench importable, builds
 # for the H200 only, no NVLink multicast).
-export PYTHONPATH=$SITE:$PWD PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
+source bench/landlock_site.sh && landlock_site "$PWD"  # the runners' confinement ($LANDLOCK_WHEELS)
+export PYTHONPATH=$SITE:$PWD:$PWD/.device/site PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 RAY="python3 -m ray.scripts.scripts"   # no `ray` console script comes with the unpacked wheel
 

@@ -16,6 +16,7 @@ export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 CACHE=${KBENCH_CACHE_DIR:-/tmp/kbench-split-cache}
 OUT=${OUT:-/tmp/kbench-out}
 mkdir -p "$OUT"
+source bench/landlock_site.sh && landlock_site "$ROOT"  # both trees' runners' confinement ($LANDLOCK_WHEELS)
 # sweep CODE_DIR CSV [OPTION...]: `python -m` puts the working directory first on sys.path: run in CODE_DIR. Each
 # tree has a build cache of its own: the two build differently (compiler wrappers, precompiled headers), and
 # ninja rebuilds an extension whose recorded commands changed, inside the timed sweep.

@@ -1,1 +1,0 @@
-export PATH=$PATH:/usr/local/cuda/bin TORCH_CUDA_ARCH_LIST=9.0 PYTHONPATH=$PWD PYTHONUNBUFFERED=1; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; timeout 580 python3 bench/timing_fidelity.py --skip-ncu --stability-runs 0 --out-dir $OUT/tf > $OUT/timing_fidelity.txt 2>&1; tail -32 $OUT/timing_fidelity.txt
