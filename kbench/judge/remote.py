@@ -169,7 +169,8 @@ def _parsed(data: dict) -> wire.CallReply:
 
 def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides: dict) -> RemoteModel:
     """ModelNew(*init_inputs) built in the runner right after `seed`, as the reference was, at the sizes
-    `overrides` set (the runner's copy of the problem follows them); the runner's earlier instances go."""
+    `overrides` set (the runner's copy of the problem follows them); the runner's earlier instances go. Every
+    instance, the official trials', the timed one and the sweep's, is built by this alone, under a random name."""
     return _built(RemoteModel(runner, runner.new_instance()), "build", init_inputs, seed, overrides)
 
 
