@@ -333,6 +333,8 @@ def _official_verdict(reference: _Reference, context: Context) -> Outcome:
         if index == plan.timed and config.time and trials.passing:
             timed = measure(reference.model, reference.timed, candidate, reference.make_inputs, trials.so_far(),
                             context)
+            reference.timed.release_arenas()  # the trials after the timing need the room, as those before did
+        del candidate  # with its copies of timed outputs, before the next instance is built
     result = trials.finish()
     if timed and reference.alone:
         verdicts.note_slowed_reference(reference.alone, timed.reference_timing, context.findings)
