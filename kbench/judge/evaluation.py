@@ -7,6 +7,7 @@ way is a Stop that becomes the outcome's status."""
 from __future__ import annotations
 
 import os
+import random
 import resource
 import time
 import traceback
@@ -35,7 +36,7 @@ from kbench.judge.remote import OutputRoom, RemoteModel, begin_stand_in, failure
 from kbench.judge.remote_process import RunnerDied, Runners, describe_exit
 from kbench.results import Outcome, Status, Timing
 from kbench.runner import wire
-from kbench.judge.trials import run_trials
+from kbench.judge.trials import OfficialTrials, guard_modes, plan_instances
 
 # Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
 _NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
@@ -320,20 +321,35 @@ def _import_solution(job: Job, context: Context) -> None:
 
 
 def _official_verdict(reference: _Reference, context: Context) -> Outcome:
-    """Correct (with its timing and flags) at the official sizes (or the CPU's reduced ones), or a Stop."""
-    config, progress = context.config, context.progress
-    progress.enter("building ModelNew")
-    release_cached_memory(context.device)  # what the reference's first calls freed: the candidate may need it
-    candidate = new_candidate(context.runner, reference.init_inputs, config.seed, context.overrides, reference.room)
-    progress.enter("checking")
-    trials = run_trials(reference.model, candidate, reference.make_inputs, reference.ops, context,
-                        reference.mutates_inputs)
-    timed = measure(reference.model, reference.timed, candidate, reference.make_inputs, trials, context) \
-        if config.time else None
+    """Correct (with its timing and flags) at the official sizes (or the CPU's reduced ones), or a Stop. The
+    trials run on several instances of ModelNew, each built afresh as the sweep's are (trials.plan_instances),
+    and the one timed, after its trials, is drawn by the judge: no instance is the official one."""
+    config = context.config
+    plan = plan_instances(config.trials, guard_modes(context), random.SystemRandom())
+    trials = OfficialTrials(reference.model, reference.make_inputs, reference.ops, context, reference.mutates_inputs)
+    timed = None
+    for index, calls in enumerate(plan.calls):
+        candidate = _new_instance(reference, context)
+        context.progress.enter("checking")
+        trials.run(candidate, calls)
+        if index == plan.timed and config.time and trials.passing:
+            timed = measure(reference.model, reference.timed, candidate, reference.make_inputs, trials.so_far(),
+                            context)
+            reference.timed.release_arenas()  # the trials after the timing need the room, as those before did
+        del candidate  # with its copies of timed outputs, before the next instance is built
+    result = trials.finish()
     if timed and reference.alone:
         verdicts.note_slowed_reference(reference.alone, timed.reference_timing, context.findings)
-    return context.findings.outcome(Status.CORRECT, check=trials.check, message=context.findings.message,
+    return context.findings.outcome(Status.CORRECT, check=result.check, message=context.findings.message,
                                     reference_alone=reference.alone, **(timed.fields() if timed else {}))
+
+
+def _new_instance(reference: _Reference, context: Context) -> RemoteModel:
+    """A new ModelNew in the runner (its last instance goes), built as every other: same arguments, same seed."""
+    context.progress.enter("building ModelNew")
+    release_cached_memory(context.device)  # what the reference's calls freed: the candidate may need it
+    return new_candidate(context.runner, reference.init_inputs, context.config.seed, context.overrides,
+                         reference.room)
 
 
 def _needs_cuda(stop: Stop, device) -> tuple[str, str]:

@@ -229,8 +229,9 @@ def _parsed(data: dict) -> wire.CallReply:
 def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides: dict,
                   room: OutputRoom) -> RemoteModel:
     """ModelNew(*init_inputs) built in the runner right after `seed`, as the reference was, at the sizes
-    `overrides` set (the runner's copy of the problem follows them); the runner's earlier instances go. Its
-    outputs get the `room` the reference's need at these sizes, reserved before it is built."""
+    `overrides` set (the runner's copy of the problem follows them); the runner's earlier instances go. Every
+    instance, the official trials', the timed one and the sweep's, is built by this alone, under a random name.
+    Its outputs get the `room` the reference's need at these sizes, reserved before it is built."""
     model = RemoteModel(runner, runner.new_instance(), room=room)
     model.reserve_output_room()
     return _built(model, "build", init_inputs, seed, overrides)

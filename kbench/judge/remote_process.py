@@ -11,6 +11,7 @@ before the judge writes its verdict. Runners holds an evaluation's two: the cand
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -92,7 +93,6 @@ class RunnerProcess:
         os.close(commands_read)
         os.close(replies_write)
         self.arenas = JudgeArenas(self.device)
-        self.instances = 0
         self.ready = False  # the runner said it started
         # The candidate's runner, in a cgroup of its own before any candidate code runs: pause() stops all it
         # starts, whatever its process group or session (freezer.py). Not for the reference's, nor for a build.
@@ -148,8 +148,8 @@ class RunnerProcess:
             raise RunnerDied(self._returncode(), self, self.ready) from None
 
     def new_instance(self) -> str:
-        self.instances += 1
-        return f"model{self.instances}"
+        """A name for a new instance in the runner: a random token, which says nothing of how many came before."""
+        return secrets.token_hex(8)
 
     def _returncode(self) -> int | None:
         try:

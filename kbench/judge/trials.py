@@ -1,9 +1,11 @@
-"""Correctness trials: the candidate (in its runner) against the reference on fresh seeded inputs, with the
-notes that need the trials' outputs: input mutation, weak check, low precision over every trial, the
-reference's ops and the kernel attribution (each taken on a trial call whose output is checked like the rest)."""
+"""Correctness trials: the candidate (in its runner) against the reference on fresh seeded inputs, spread over
+several instances of ModelNew built alike, with the notes that need the trials' outputs: input mutation, weak check,
+low precision over every trial, the reference's ops and the kernel attribution (each taken on a trial call whose
+output is checked like the rest)."""
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, replace
 
@@ -22,63 +24,116 @@ class TrialsResult:
     output_bytes: int          # largest reference output (how many timed outputs can be checked)
 
 
-def trial_mode(trial: int, trials: int, context: Context) -> str:
-    """How the runner makes trial `trial`'s call: the last one records its aten ops, the one before profiles
-    its kernels on a GPU (both after warm-up calls, so a compiled graph is already built); others are plain."""
+# The official verdict's instances of ModelNew: every one of them is checked, so a candidate that behaves
+# in one instance (the first, the Nth, the one timed) as it does not in the others is seen at these sizes.
+OFFICIAL_INSTANCES = 3
+
+
+@dataclass(frozen=True)
+class InstancePlan:
+    """The ModelNew instances the official verdict is made of, in the order they are built. They are built
+    alike (the same arguments, right after the same seed), so nothing tells the candidate which it is in."""
+
+    calls: tuple[tuple[tuple[int, str], ...], ...]  # per instance: (trial, mode) of each of its calls
+    timed: int  # the instance timed after its trials: the one that runs all but one trial per other instance
+
+
+def guard_modes(context: Context) -> tuple[str, ...]:
+    """How the runner makes the timed instance's last trial calls: the last records its aten ops, the one before
+    profiles its kernels on a GPU; with guards off, none (every call plain)."""
     if not context.config.guards:
-        return "plain"
-    if trial == trials - 1:
-        return "ops"
-    if trial == trials - 2 and context.device.type == "cuda":
-        return "kernels"
-    return "plain"
+        return ()
+    return ("kernels", "ops") if context.device.type == "cuda" else ("ops",)
 
 
-def run_trials(reference_model, candidate, make_inputs, reference_ops: set[str], context: Context,
-               reference_mutates: bool = True) -> TrialsResult:
-    """Every trial, or a Stop: incorrect at the first set of trials that does not pass, rejected on a flag.
+def plan_instances(trials: int, modes: tuple[str, ...], secret: random.Random) -> InstancePlan:
+    """Trials 0..trials-1 in order over up to OFFICIAL_INSTANCES instances: one trial each, but for the timed
+    one, drawn from `secret` (the judge's own randomness, not the evaluation's seed, which the candidate reads)
+    among all but the last built, so that an instance built after the timing is checked too. It runs the rest,
+    `modes` on its last calls, after a plain one where there are trials enough (a compiled graph is built by
+    then): with fewer trials than that takes, fewer instances."""
+    count = max(1, min(OFFICIAL_INSTANCES, trials - len(modes)))
+    timed = secret.randrange(count - 1) if count > 1 else 0
+    calls, trial = [], 0
+    for index in range(count):
+        size, own_modes = (trials - count + 1, modes) if index == timed else (1, ())
+        first_mode = size - len(own_modes)  # the call that takes own_modes[0]; those before it are plain
+        calls.append(tuple((trial + call, own_modes[call - first_mode] if call >= first_mode else "plain")
+                           for call in range(size)))
+        trial += size
+    return InstancePlan(tuple(calls), timed)
+
+
+class OfficialTrials:
+    """The official trials, run on the plan's instances in turn: an instance's call is checked like any other,
+    and what the trials found (outcomes, notes, the float64 truth's verdicts) holds across instances.
     `reference_mutates`: the reference changed its inputs when first called; if not, it runs on the trial's own
     inputs, not a copy (one copy fewer of inputs of gigabytes)."""
-    config = context.config
-    outcomes, truth_verdicts, output_bytes = [], [], 0
-    precise_up_to = None  # the largest error against the float32 reference the float64 truth found precise
-    for trial in range(config.trials):
-        inputs = make_inputs(config.seed + trial)
+
+    def __init__(self, reference_model, make_inputs, reference_ops: set[str], context: Context,
+                 reference_mutates: bool = True):
+        self.reference_model, self.make_inputs, self.reference_ops = reference_model, make_inputs, reference_ops
+        self.context, self.reference_mutates = context, reference_mutates
+        self.outcomes: list = []
+        self.truth_verdicts: list[Verdict] = []
+        self.output_bytes = 0  # largest reference output (how many timed outputs can be checked)
+        self.precise_up_to = None  # the largest error against the float32 reference the float64 truth found precise
+
+    @property
+    def passing(self) -> bool:
+        return all(outcome.passed for outcome in self.outcomes)
+
+    def run(self, candidate, calls: tuple[tuple[int, str], ...]) -> None:
+        """`candidate`'s calls, each (trial, mode); a Stop on a rejecting flag or a call that fails."""
+        for trial, mode in calls:
+            self._trial(candidate, trial, mode)
+
+    def so_far(self) -> TrialsResult:
+        return TrialsResult(self.context.check, self.output_bytes)
+
+    def finish(self) -> TrialsResult:
+        """The trials' result, or a Stop: incorrect where a trial did not pass."""
+        context = self.context
+        if not context.check.passed:  # with the notes: that no float64 truth could decide, say
+            raise Stop(Status.INCORRECT, "; ".join([context.check.first_mismatch or "outputs differ",
+                                                    *context.findings.notes]))
+        if self.truth_verdicts:
+            context.findings.note(f"float64 truth decided {len(self.truth_verdicts)} trial(s) the float32 reference "
+                                  f"failed: the candidate is off it by {context.check.truth_candidate_err:.2g}, the "
+                                  f"float32 reference by {context.check.truth_reference_err:.2g}")
+        return self.so_far()
+
+    def _trial(self, candidate, trial: int, mode: str) -> None:
+        context, config = self.context, self.context.config
+        reference_model = self.reference_model
+        inputs = self.make_inputs(config.seed + trial)
         # The candidate first: while it runs, no reference output for its inputs exists. It runs on the
         # arenas' copy of them, so one set of inputs of gigabytes costs three copies at most, not four.
-        candidate_output = candidate.call(inputs, mode=trial_mode(trial, config.trials, context))
+        candidate_output = candidate.call(inputs, mode=mode)
         candidate_inputs = _changed_inputs(inputs, candidate.staged)
-        reference_inputs = clone(inputs) if reference_mutates else inputs
+        reference_inputs = clone(inputs) if self.reference_mutates else inputs
         reference_output = call_reference(reference_model, reference_inputs, context.device, cloned=True)
-        _note_call(candidate, reference_ops, context)
-        output_bytes = max(output_bytes, tensor_bytes(reference_output))
+        _note_call(candidate, self.reference_ops, context)
+        self.output_bytes = max(self.output_bytes, tensor_bytes(reference_output))
         _check_inputs(candidate_inputs, reference_inputs, context)
         _check_aliasing(candidate.last.aliases_input, reference_output, reference_inputs)
         outcome = check.compare(candidate_output, reference_output, config.tolerance_for)
-        if not outcome.passed and all(earlier.passed for earlier in outcomes):
+        if not outcome.passed and self.passing:
             verdict = ask_truth(reference_model, inputs, candidate_output, reference_output, context)
             if verdict is not None and verdict.candidate_passed:
-                truth_verdicts.append(verdict)
+                self.truth_verdicts.append(verdict)
                 outcome = replace(outcome, passed=True, mismatch=None)
-        outcomes.append(outcome)
-        context.check = _summary(outcomes, truth_verdicts)
+        self.outcomes.append(outcome)
+        context.check = _summary(self.outcomes, self.truth_verdicts)
         if outcome.passed and config.guards:
             if trial == 0:
                 _note_weak_check(reference_output, context)
-            if _precision_unknown(outcome.norm_err, precise_up_to, context):
+            if _precision_unknown(outcome.norm_err, self.precise_up_to, context):
                 _note_low_precision(reference_model, inputs, reference_output, candidate_output, context)
-                precise_up_to = max(precise_up_to or 0.0, outcome.norm_err or 0.0)
+                self.precise_up_to = max(self.precise_up_to or 0.0, outcome.norm_err or 0.0)
         guards.poison(reference_output)
         del candidate_output, reference_output, inputs, candidate_inputs, reference_inputs  # before the next set
         release_cached_memory(context.device)  # room for the candidate's own allocations
-    if not context.check.passed:  # with the notes: that no float64 truth could decide, say
-        raise Stop(Status.INCORRECT, "; ".join([context.check.first_mismatch or "outputs differ",
-                                                *context.findings.notes]))
-    if truth_verdicts:
-        context.findings.note(f"float64 truth decided {len(truth_verdicts)} trial(s) the float32 reference failed: "
-                              f"the candidate is off it by {context.check.truth_candidate_err:.2g}, the float32 "
-                              f"reference by {context.check.truth_reference_err:.2g}")
-    return TrialsResult(context.check, output_bytes)
 
 
 def _precision_unknown(norm_err: float | None, precise_up_to: float | None, context: Context) -> bool:
