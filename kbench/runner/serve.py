@@ -23,7 +23,6 @@ import os
 import socket
 import sys
 import tempfile
-import time
 import traceback
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from kbench.loading import release_cached_memory, synchronize, warm_cuda_librari
 from kbench.processes import open_log, output_to
 from kbench.schedule.job import one_line
 from kbench.runner import limits, wire
-from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
+from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes, view
 
 
 def main(argv: list[str]) -> int:
@@ -113,6 +112,7 @@ class Runner:
         self.solution = None
         self.instances: dict[str, object] = {}
         self.pending = None         # outputs waiting for bigger arenas
+        self.ring: tuple[list, list] = ([], [])  # the timing loop's input sets and output slots (_ring)
 
     def handle(self, message: dict) -> dict:
         for description in message.get("arenas", []):
@@ -130,6 +130,10 @@ class Runner:
             return self._call(message)
         if op == "deliver":
             return self._deliver(message["outputs"])
+        if op == "ring":
+            return self._ring(message)
+        if op == "batch":
+            return self._batch(message)
         if op == "release":
             return self._release()
         return {"failure": {"status": "runtime_error", "message": f"unknown command {op!r}"}}
@@ -254,9 +258,7 @@ class Runner:
 
     def _called(self, model, arguments: list, mode: str, reply: dict, outputs: list[str]) -> dict:
         try:
-            if mode == "timed":
-                output, reply["timed_ms"] = self._timed(model, arguments)
-            elif mode == "ops":
+            if mode == "ops":
                 returned: list = []
                 reply["ops"] = sorted(record_ops(lambda: returned.append(model(*arguments))))
                 output = returned[0]
@@ -276,18 +278,45 @@ class Runner:
         self.pending = (items, reply)
         return self._deliver(outputs)
 
-    def _timed(self, model, arguments):
-        if self.device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            _spin(HEAD_START_CYCLES)
-            start.record()
-            output = model(*arguments)
-            end.record()
-            torch.cuda.synchronize()
-            return output, start.elapsed_time(end)
-        started = time.perf_counter()
-        output = model(*arguments)
-        return output, (time.perf_counter() - started) * 1e3
+    # --- batches: the timing loop's calls ---------------------------------------------------------------
+
+    def _ring(self, message: dict) -> dict:
+        """The timing loop's ring, untimed: K input sets in the judge's arenas and, per output, an arena of K slots
+        of `stride` bytes each. Each batch calls the model on them; the judge rewrites their contents in place."""
+        calls = [[self._argument(item) for item in arguments] for arguments in message["calls"]]
+        slots = [(self.arenas.buffers[item["arena"]], int(item["stride"])) for item in message["outputs"]]
+        self.ring = (calls, slots)
+        return {"ok": True}
+
+    def _batch(self, message: dict) -> dict:
+        """`count` calls, call i on the ring's input set i, its outputs copied into slot i of the output arenas; then
+        the device is synchronised and the reply sent. The judge's clock runs from its request until it holds its
+        own copy of the slots (kbench/judge/remote.py); this process times nothing."""
+        model = self.instances[message["instance"]]
+        count = int(message["count"])
+        calls, slots = self.ring
+        if count > len(calls):
+            return {"failure": {"status": "runtime_error", "message": f"a batch of {count} on a ring of {len(calls)}"}}
+        reply: dict = {"sequence": False, "outputs": [], "aliases_input": []}
+        try:
+            with _precision(message.get("precision")):
+                for index, arguments in enumerate(calls[:count]):
+                    _advance_versions(arguments)  # the judge wrote new contents, as a write would advance them
+                    items, sequence = _as_items(model(*arguments))
+                    described = [_describe(item) for item in items]
+                    if index == 0:
+                        reply.update(sequence=sequence, outputs=described, aliases_input=aliasing(items, arguments))
+                    elif (sequence, described) != (reply["sequence"], reply["outputs"]):
+                        return {"failure": {"status": "runtime_error",
+                                            "message": f"call {index} of a batch returned outputs unlike call 0's"}}
+                    failure = _into_slots(items, slots, index)
+                    if failure:
+                        return {"failure": {"status": "runtime_error", "message": failure}}
+            synchronize(self.device)
+        except Exception as error:
+            traceback.print_exc()
+            return {"failure": {"status": "runtime_error", "message": one_line(error)}}
+        return reply
 
     def _release(self) -> dict:
         """Let go of every arena (the judge frees them once no process maps them) and of the memory this process
@@ -314,15 +343,6 @@ class Runner:
         return reply
 
 
-# A timed call starts on a device this runner keeps busy a little longer, about 0.1 ms at 2 GHz (a spin kernel before
-# the start event), so that the call's first kernels are queued by the time the start event is reached: the judge
-# flushed L2 and synchronised in its own process, and from an idle stream the events would also time the runner's
-# launch of the first kernel. Both sides get it alike; it stands for what the L2 flush in the timed stream gave
-# before the split, and the cache clear gives Triton's do_bench (docs/timing.md).
-HEAD_START_CYCLES = 200_000
-_spin = getattr(torch.cuda, "_sleep", lambda cycles: None)  # a private function of torch's: none, no head start
-
-
 @contextlib.contextmanager
 def _precision(policy_name: str | None):
     """A call under another precision policy (the reference's runner times PyTorch's defaults as a baseline),
@@ -343,6 +363,25 @@ def _as_items(output) -> tuple[list, bool]:
     if isinstance(output, (tuple, list)):
         return list(output), True
     return [output], False
+
+
+def _advance_versions(arguments: list) -> None:
+    tensors = tuple(item for item in arguments if isinstance(item, torch.Tensor))
+    if tensors:
+        torch._C._autograd._unsafe_set_version_counter(tensors, tuple(tensor._version + 1 for tensor in tensors))
+
+
+def _into_slots(items: list, slots: list, index: int) -> str:
+    """Copy a call's plain tensor outputs into slot `index` of their output arenas; what did not fit, else ""."""
+    plain = [item for item in items if _is_plain(item)]
+    if len(plain) > len(slots):
+        return f"{len(plain)} outputs, the ring has slots for {len(slots)}"
+    for number, (item, (buffer, stride)) in enumerate(zip(plain, slots)):
+        size = nbytes(item.dtype, item.shape)
+        if size > stride:
+            return f"output {number} needs {size} bytes, its slots hold {stride} (the reference's output)"
+        view(buffer[index * stride:(index + 1) * stride], item.dtype, item.shape).copy_(item.detach())
+    return ""
 
 
 def _is_plain(item) -> bool:
