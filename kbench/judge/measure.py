@@ -5,6 +5,9 @@ into a TimingRecord. Every side is timed alike, by the judge's own clock around 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
+
+import torch
 
 from kbench import flags, stats
 from kbench.judge import guards, timing, verdicts
@@ -41,13 +44,13 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     context.progress.enter("timing")
     rounds = FreshRounds(make_inputs, reference_model, trials.output_bytes, context)
     l2 = timing.CudaEventTimer(device) if device.type == "cuda" else None
-    flush = l2.flush if l2 is not None else timing.do_nothing
+    flush = _flush(l2, device)
     try:
         plan = plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context)
         compiled = compiled_reference(reference_model, rounds.sets[0], context) if "compile" in config.baselines \
             else None
         sides = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, compiled)
-        samples, clocks = _sample(sides, rounds, context)
+        samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == 1 else 1)
     except Stop:
         raise
     except Exception as error:
@@ -60,6 +63,9 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     candidate, reference = samples["candidate"], samples["reference"]
     load = {name: (side.timer.cpu_s, side.timer.wall_s) for name, side in sides.items()
             if name in ("candidate", "reference") and side.timer.runner is not None}
+    if load:  # the evaluation's log
+        print("kbench: CPU time of each runner over its batches' wall time: " + ", ".join(
+            f"{name} {cpu_s:.3g} s / {wall_s:.3g} s" for name, (cpu_s, wall_s) in load.items()), flush=True)
     for warning in (verdicts.unverified_gain(plan.resolution_ms, stats.median(reference.ms), stats.median(candidate.ms)),
                     verdicts.noisy_timing(reference.ms, candidate.ms), verdicts.uneven_load(load)):
         if warning:
@@ -84,8 +90,7 @@ def time_alone(timed_reference, make_inputs, context: Context) -> Timing:
         sizes = output_sizes(timed_reference.call(inputs))  # also its first call (a warm-up)
         timed_reference.load_ring([inputs], sizes)
         fixed_ms = empty_ms(timed_reference, context) + timed_reference.copy_ms(1)
-        side = timing.Side(lambda: timed_reference.run_batch(1),
-                           timer=BatchTimer(l2.flush if l2 is not None else timing.do_nothing, 1, fixed_ms))
+        side = timing.Side(lambda: timed_reference.run_batch(1), timer=BatchTimer(_flush(l2, device), 1, fixed_ms))
         rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
                                budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
         samples, = timing.sample_interleaved([side], timing.HostTimer(), rule)
@@ -96,11 +101,23 @@ def time_alone(timed_reference, make_inputs, context: Context) -> Timing:
     return Timing(tuple(samples.ms), BatchTimer.name, tuple(samples.others_cpu_ms))
 
 
-def _sample(sides: dict, rounds: FreshRounds, context: Context) -> tuple[dict, ClockRecord | None]:
-    """Samples per side, and the GPU's clocks while they were taken. One warm-up round: the models ran in the
-    probe's batches already (timed_sides.plan_batches); the ring's new arenas have not."""
+def _flush(l2, device) -> Callable[[], None]:
+    """Before each batch: L2 flushed, and the judge's own work (the flush, the round's input copies) done before the
+    clock starts."""
+    if l2 is None:
+        return timing.do_nothing
+
+    def flush():
+        l2.flush()
+        torch.cuda.synchronize(device)
+    return flush
+
+
+def _sample(sides: dict, rounds: FreshRounds, context: Context, warmup: int) -> tuple[dict, ClockRecord | None]:
+    """Samples per side, and the GPU's clocks while they were taken. The models ran in the probe's batches already
+    (timed_sides.plan_batches): `warmup` rounds for a ring larger than the probe's, whose new arenas have not."""
     config, device = context.config, context.device
-    rule = timing.StopRule(warmup=1, min_samples=config.min_samples, max_samples=config.max_samples,
+    rule = timing.StopRule(warmup=warmup, min_samples=config.min_samples, max_samples=config.max_samples,
                            target_rse=config.target_rse, budget_s=config.time_budget_s)
     clock_log = timing.ClockLog(timing.nvml_clock_reader(device)) if device.type == "cuda" else None
     samples = timing.sample_interleaved(list(sides.values()), timing.HostTimer(), rule,

@@ -94,16 +94,17 @@ class RemoteModel:
     # --- the timing loop's batches ---------------------------------------------------------------------------
 
     def load_ring(self, input_sets: list[list], output_bytes: list[int]) -> list[list]:
-        """Stage the ring (untimed): each of the K input sets in arenas of its own (prefix "r{i}_"), and per output
-        an arena of K slots of `output_bytes` (rounded up) each; the runner resolves them once. Returns each set's
-        views, which the timing loop refills in place before every batch."""
+        """Stage the ring (untimed): each of the K input sets in arenas of its own (the first in the plain calls'
+        arenas, the others with the prefix "r{i}_"), and per output an arena of K slots of `output_bytes` (rounded
+        up) each, the plain calls' output arena grown; the runner resolves them once. Returns each set's views,
+        which the timing loop refills in place before every batch."""
         calls, views = [], []
         for index, inputs in enumerate(input_sets):
-            message, staged = self.stage(inputs, prefix=f"r{index}_")
+            message, staged = self.stage(inputs, prefix=f"r{index}_" if index else "in")
             calls.append(message["args"])
             views.append([view if view is not None else value for view, value in zip(staged, inputs)])
         strides = [_slot_bytes(size) for size in output_bytes]
-        self.ring_slots = [(self.runner.arenas.ensure(f"ring_out{index}", len(input_sets) * stride), stride)
+        self.ring_slots = [(self.runner.arenas.ensure(f"out{index}", len(input_sets) * stride), stride)
                            for index, stride in enumerate(strides)]
         self._reply(self.runner.request({"op": "ring", "calls": calls,
                                          "outputs": [{"arena": arena, "stride": stride}

@@ -19,6 +19,7 @@ it checks).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import socket
 import sys
@@ -46,6 +47,7 @@ def main(argv: list[str]) -> int:
         # As the judge does (worker.single_threaded); and a fork of a process whose OpenMP threads ran would
         # hang in its first parallel op.
         torch.set_num_threads(1)
+        _fixed_malloc_thresholds()
     runner = Runner(device, commands, replies, build_only)
     if protected:  # the reference's runner: no candidate code runs in it, nor may reach it
         limits.protect()
@@ -70,6 +72,24 @@ def main(argv: list[str]) -> int:
             reply = {"failure": {"status": "runtime_error", "message": one_line(error)}}
         _flush()
         wire.send(replies, reply)
+
+
+# glibc's malloc moves its mmap threshold up to the size of each mmapped block freed, so whether a call's large
+# temporaries come fresh from the kernel (faulted in and zeroed, every call) or are reused from the heap depends on
+# what the process freed before: the same model cost twice the CPU time in one runner as in the other, for a whole
+# evaluation. Fixed thresholds (setting them turns the adjustment off) make both runners allocate alike.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD_BYTES = 32 << 20   # glibc's largest (on 64-bit): blocks up to it are reused from the heap
+TRIM_THRESHOLD_BYTES = 256 << 20
+
+
+def _fixed_malloc_thresholds() -> None:
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _import_ahead(for_build: bool) -> None:
