@@ -66,8 +66,8 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     if load:  # the evaluation's log
         print("kbench: CPU time of each runner over its batches' wall time: " + ", ".join(
             f"{name} {cpu_s:.3g} s / {wall_s:.3g} s" for name, (cpu_s, wall_s) in load.items()), flush=True)
-    for warning in (verdicts.unverified_gain(plan.resolution_ms, stats.median(reference.ms), stats.median(candidate.ms)),
-                    verdicts.noisy_timing(reference.ms, candidate.ms), verdicts.uneven_load(load)):
+    gain = verdicts.unverified_gain(plan.resolution_ms, stats.median(reference.ms), stats.median(candidate.ms))
+    for warning in (gain, verdicts.noisy_timing(reference.ms, candidate.ms), verdicts.uneven_load(load)):
         if warning:
             context.findings.flag(*warning)
     return _record(samples, clocks, context)

@@ -32,11 +32,13 @@ from kbench.judge.progress import Context
 RESOLUTION_SHARE = 0.01
 # ...or this many milliseconds, whichever is larger (a per-call floor: short calls need no more calls than this).
 RESOLUTION_FLOOR_MS = 0.001
-# A batch lasts at most this long (and at most a fortieth of the time budget): enough batches to take a median.
+# A batch lasts at most this long (and at most a fortieth of the time budget): enough batches to take a median;
+# and holds at most this many calls (each round draws an input set per call).
 MAX_BATCH_MS = 20.0
+MAX_BATCH_CALLS = 1000
 # The rings (inputs and outputs, both runners, the judge's copies) take at most this share of the device's free
 # memory, or of the host's available memory on a CPU (and at most RING_HOST_BYTES there).
-RING_MEMORY_SHARE = 0.4
+RING_MEMORY_SHARE = 0.3
 RING_HOST_BYTES = 1 << 30
 # Empty batches that measure the judge's fixed cost, and rounds of single calls that estimate a call's time.
 EMPTY_BATCHES = 7
@@ -121,7 +123,8 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
                                         before_round=rounds.new_round)
     plan.estimate_ms = max(min(statistics.median(side.ms) for side in samples), 1e-6)
     wanted = math.ceil(plan.empty_ms / max(RESOLUTION_SHARE * plan.estimate_ms, RESOLUTION_FLOOR_MS))
-    longest = max(1, int(min(MAX_BATCH_MS, context.config.time_budget_s * 1e3 / 40) / plan.estimate_ms))
+    longest = max(1, min(MAX_BATCH_CALLS,
+                         int(min(MAX_BATCH_MS, context.config.time_budget_s * 1e3 / 40) / plan.estimate_ms)))
     per_set = 3 * tensor_bytes(rounds.sets[0]) + 5 * sum(output_bytes)
     room = max(1, int(_free_bytes(device) * RING_MEMORY_SHARE / max(per_set, 1)))
     plan.count = max(1, min(wanted, longest, room))

@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
 
 # glibc's malloc moves its mmap threshold up to the size of each mmapped block freed, so whether a call's large
 # temporaries come fresh from the kernel (faulted in and zeroed, every call) or are reused from the heap depends on
-# what the process freed before: the same model cost twice the CPU time in one runner as in the other, for a whole
+# what the process freed before: the same model cost one runner markedly more CPU time than the other, for a whole
 # evaluation. Fixed thresholds (setting them turns the adjustment off) make both runners allocate alike.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 MMAP_THRESHOLD_BYTES = 32 << 20   # glibc's largest (on 64-bit): blocks up to it are reused from the heap
@@ -343,6 +343,7 @@ class Runner:
         keeps cached: between the reference's time alone and the timing loop, the judge needs the room."""
         self.arenas.buffers.clear()
         self.views.clear()
+        self.ring = ([], [])
         self.pending = None
         synchronize(self.device)
         release_cached_memory(self.device)
