@@ -53,7 +53,7 @@ def test_seed_verdicts(seed_results, solution, problem, status, message):
 def test_correct_seeds_are_slower_than_the_reference(seed_results, solution):
     result = seed_results[solution]
     assert result.speedup is not None and result.speedup < 1
-    assert result.reference_timing.timer == "cuda-events"
+    assert result.reference_timing.timer == "judge-clock"
     assert result.check.norm_err < 1e-5  # true float32 reference: a float32 kernel lands far below 1e-4
     if "H200" in result.device_name:
         recorded = H200_STRICT_REFERENCE_MS[result.problem]

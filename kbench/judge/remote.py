@@ -56,14 +56,9 @@ class RemoteModel:
             torch.cuda.ipc_collect()  # arenas the runner mapped wait in torch's limbo until it let go
         release_cached_memory(self.runner.device)
 
-    def arena_views(self, inputs: list) -> list:
-        """Views of the input arenas shaped like `inputs`, holding their contents (the timing loop's buffers)."""
-        _, views = self.stage(inputs)
-        return [view if view is not None else value for view, value in zip(views, inputs)]
-
     def stage(self, inputs: list, prefix: str = "in") -> tuple[dict, list]:
         """The call's message with the arguments in arenas (copied there now, unless they are the arenas'
-        views already: the timing loop's buffers), and the arena views."""
+        views already), and the arena views."""
         arguments, views = [], []
         for index, value in enumerate(inputs):
             if isinstance(value, torch.Tensor):
