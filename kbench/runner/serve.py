@@ -35,7 +35,7 @@ from kbench.loading import release_cached_memory, synchronize, warm_cuda_librari
 from kbench.processes import open_log, output_to
 from kbench.schedule.job import one_line
 from kbench.runner import limits, wire
-from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes, view
+from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
 
 
 def main(argv: list[str]) -> int:
@@ -311,7 +311,8 @@ class Runner:
     def _batch(self, message: dict) -> dict:
         """`count` calls, call i on the ring's input set i, its outputs copied into slot i of the output arenas; then
         the device is synchronised and the reply sent. The judge's clock runs from its request until it holds its
-        own copy of the slots (kbench/judge/remote.py); this process times nothing."""
+        own copy of the slots (kbench/judge/remote.py); this process times nothing. The work per call beside the
+        model's is kept small (the slots' views are made once per batch): on a GPU it overlaps the calls' kernels."""
         model = self.instances[message["instance"]]
         count = int(message["count"])
         calls, slots = self.ring
@@ -323,15 +324,18 @@ class Runner:
                 for index, arguments in enumerate(calls[:count]):
                     _advance_versions(arguments)  # the judge wrote new contents, as a write would advance them
                     items, sequence = _as_items(model(*arguments))
-                    described = [_describe(item) for item in items]
                     if index == 0:
-                        reply.update(sequence=sequence, outputs=described, aliases_input=aliasing(items, arguments))
-                    elif (sequence, described) != (reply["sequence"], reply["outputs"]):
+                        layout = _layout(items, sequence)
+                        reply.update(sequence=sequence, outputs=[_describe(item) for item in items],
+                                     aliases_input=aliasing(items, arguments))
+                        targets, failure = _slot_rings(items, slots, len(calls))
+                        if failure:
+                            return {"failure": {"status": "runtime_error", "message": failure}}
+                    elif _layout(items, sequence) != layout:
                         return {"failure": {"status": "runtime_error",
                                             "message": f"call {index} of a batch returned outputs unlike call 0's"}}
-                    failure = _into_slots(items, slots, index)
-                    if failure:
-                        return {"failure": {"status": "runtime_error", "message": failure}}
+                    for target, item in zip(targets, (item for item in items if _is_plain(item))):
+                        target[index].copy_(item.detach())
             synchronize(self.device)
         except Exception as error:
             traceback.print_exc()
@@ -392,17 +396,30 @@ def _advance_versions(arguments: list) -> None:
         torch._C._autograd._unsafe_set_version_counter(tensors, tuple(tensor._version + 1 for tensor in tensors))
 
 
-def _into_slots(items: list, slots: list, index: int) -> str:
-    """Copy a call's plain tensor outputs into slot `index` of their output arenas; what did not fit, else ""."""
+def _layout(items: list, sequence: bool) -> tuple:
+    return sequence, tuple((type(item), item.dtype, item.shape, item.device) if isinstance(item, torch.Tensor)
+                           else type(item) for item in items)
+
+
+def _slot_rings(items: list, slots: list, count: int) -> tuple[list, str]:
+    """Per plain tensor output: its arena's `count` slots seen as one [count, *shape] tensor of its dtype; or what
+    does not fit."""
     plain = [item for item in items if _is_plain(item)]
     if len(plain) > len(slots):
-        return f"{len(plain)} outputs, the ring has slots for {len(slots)}"
+        return [], f"{len(plain)} outputs, the ring has slots for {len(slots)}"
+    rings = []
     for number, (item, (buffer, stride)) in enumerate(zip(plain, slots)):
         size = nbytes(item.dtype, item.shape)
         if size > stride:
-            return f"output {number} needs {size} bytes, its slots hold {stride} (the reference's output)"
-        view(buffer[index * stride:(index + 1) * stride], item.dtype, item.shape).copy_(item.detach())
-    return ""
+            return [], f"output {number} needs {size} bytes, its slots hold {stride} (the reference's output)"
+        if not size:
+            rings.append(torch.empty((count, *item.shape), dtype=item.dtype, device=buffer.device))
+            continue
+        element = item.element_size()
+        inner = torch.empty(tuple(item.shape), dtype=item.dtype, device="meta").stride()
+        rings.append(buffer[:count * stride].view(item.dtype).as_strided((count, *item.shape),
+                                                                        (stride // element, *inner)))
+    return rings, ""
 
 
 def _is_plain(item) -> bool:
