@@ -84,6 +84,7 @@ def test_a_gain_within_the_judge_s_clock_resolution_is_unverified_only_where_tha
     assert verdicts.unverified_gain(0.001, 1.0, 0.9995) is None  # resolved to 0.1% of a call: a gain is a gain
     assert verdicts.unverified_gain(0.05, 1.0, 1.02) is None  # slower: nothing claimed
     assert verdicts.unverified_gain(0.05, 1.0, 0.9) is None  # a gain larger than the resolution
+    assert verdicts.unverified_gain(0.05, 1.0, 0.99) is None  # a gain within the timing's own noise claims nothing
     coarse = verdicts.unverified_gain(0.05, 1.0, 0.97)  # 5% per call (a batch the ring's memory kept short)
     assert coarse and coarse[0] == flags.UNVERIFIED_TIME
 

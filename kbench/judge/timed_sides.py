@@ -42,7 +42,7 @@ RING_MEMORY_SHARE = 0.3
 RING_HOST_BYTES = 1 << 30
 # Empty batches that measure the judge's fixed cost, and rounds of single calls that estimate a call's time.
 EMPTY_BATCHES = 7
-PROBE_ROUNDS = 3
+PROBE_ROUNDS = 2
 COPY_CALIBRATIONS = 3
 
 

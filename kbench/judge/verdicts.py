@@ -36,16 +36,20 @@ def sweep_lost(official: Outcome, progress, what: str, strict: bool) -> Outcome:
 # A gain over the reference no larger than the judge's clock's resolution per call (timed_sides.BatchPlan), where
 # that resolution is coarser than this share of the candidate's time, is not confirmed. The batches are sized so
 # that it is not coarser (1% of a call, or 1 us): only calls under 0.1 ms, or batches the ring's memory or the time
-# budget kept short, meet this.
+# budget kept short, meet this...
 UNVERIFIED_SHARE = 0.01
+# ...and a gain below this share of the reference's time claims nothing worth confirming (the timing's own noise).
+UNVERIFIED_MIN_GAIN = 0.02
 
 
 def unverified_gain(resolution_ms: float, reference_ms: float, candidate_ms: float) -> tuple[str, str] | None:
-    """(flags.UNVERIFIED_TIME, why) when the candidate is faster than the reference by no more than the judge's clock
-    resolves per call, and that resolution is coarser than UNVERIFIED_SHARE of its time: a runner's own handling of
-    a batch could shift its time by as much, so the gain is not confirmed (kept out of trusted figures)."""
+    """(flags.UNVERIFIED_TIME, why) when the candidate is faster than the reference by more than UNVERIFIED_MIN_GAIN
+    but by no more than the judge's clock resolves per call, and that resolution is coarser than UNVERIFIED_SHARE of
+    its time: a runner's own handling of a batch could shift its time by as much, so the gain is not confirmed (kept
+    out of trusted figures)."""
     gain = reference_ms - candidate_ms
-    if gain <= 0 or gain > resolution_ms or resolution_ms <= UNVERIFIED_SHARE * candidate_ms:
+    if gain <= UNVERIFIED_MIN_GAIN * reference_ms or gain > resolution_ms \
+            or resolution_ms <= UNVERIFIED_SHARE * candidate_ms:
         return None
     return flags.UNVERIFIED_TIME, (f"faster ({candidate_ms:.3g} ms against the reference's {reference_ms:.3g} ms) by "
                                    f"no more than the judge's clock resolves per call ({resolution_ms:.3g} ms): "
