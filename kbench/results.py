@@ -58,7 +58,7 @@ class SweepResult:
 @dataclass(frozen=True)
 class Timing:
     samples_ms: tuple[float, ...]       # raw samples, in the order taken
-    timer: str                          # "cuda-events", "cuda-graph" (replays timed by events) or "host-clock"
+    timer: str                          # "judge-clock" (older results: "cuda-events", "cuda-graph", "host-clock")
     others_cpu_ms: tuple[float, ...] = ()  # per sample: CPU ms the worker's other threads used during the call
 
     @property

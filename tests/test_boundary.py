@@ -53,22 +53,59 @@ def test_patching_what_a_checker_calls_changes_nothing_in_the_judge(config):
     assert result.status == Status.INCORRECT, result.message
 
 
-@pytest.mark.parametrize("solution", ["work_in_copy.py", "fake_clock.py", "fake_clock_most_calls.py"])
-def test_work_outside_the_candidate_s_timer_is_a_timing_mismatch(config, solution):
-    result = evaluate(PREFIX_SUM, BOUNDARY / solution, config)
-    assert result.status == Status.REJECTED and flags.TIMING_MISMATCH in result.flags, (result.status, result.message)
+# Fixture, and the speedup its true time stays below: 201 running sums a call are 2-4x the reference's time (its lie
+# reads as a 2.5-10x speedup); work_in_copy does the reference's own work in the output's copy; shaved_clock is the
+# reference's own work (its lie reads 5x).
+OWN_CLOCKS = [("fake_clock.py", PREFIX_SUM, 1.0), ("fake_clock_most_calls.py", PREFIX_SUM, 1.0),
+              ("fake_clock_first_pass.py", PREFIX_SUM, 1.0), ("work_in_copy.py", PREFIX_SUM, 1.6),
+              ("shaved_clock.py", AXPY, 2.0)]
 
 
-def test_a_disagreement_with_the_judge_s_clock_is_looked_at_again_and_the_second_look_stands(config):
-    """A busy host once put an honest candidate's calls past the judge's clock (CI, 2 cores); work hidden from the
-    timer shows in every pass. Here the lie is told in the first pass only: the second is judged and recorded."""
-    exact = replace(config, warmup=1, min_samples=40, max_samples=40, time_budget_s=60)  # passes of 40 rounds
-    result = evaluate(PREFIX_SUM, BOUNDARY / "fake_clock_first_pass.py", exact)
+@pytest.mark.parametrize("solution, problem, below", OWN_CLOCKS)
+def test_a_runner_s_own_clock_and_work_outside_its_calls_gain_nothing(config, solution, problem, below):
+    """The recorded time is the judge's clock around batches of calls (kbench/judge/timed_sides.py): a clock in the
+    runner's process that runs slow, in every call, most calls or the first fifty, is never read, and work done when
+    the runner copies an output out is inside the batch."""
+    result = evaluate(problem, BOUNDARY / solution, config)
     assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
-    assert "timing again" in result.phase_s, result.phase_s  # the first pass lied, and was seen to
-    assert flags.UNCLOCKED_TIME not in result.flags, result.message
-    # Its true time, 201 running sums a call, is 2-4x the reference's; the lie would read as a 2.5-5x speedup.
-    assert result.speedup < 1, result.speedup
+    assert result.speedup < below, (result.speedup, result.message)
+
+
+def test_work_skipped_in_some_calls_of_a_batch_is_a_stale_output(config):
+    """Every call of a timed batch runs on inputs of its own, and the judge checks each call's output."""
+    result = evaluate(AXPY, BOUNDARY / "stale_in_batch.py", config)
+    assert result.status == Status.REJECTED and flags.STALE_OUTPUT in result.flags, (result.status, result.message)
+
+
+def test_a_batch_calls_the_model_once_per_input_set_and_the_judge_keeps_its_own_copies(runner):
+    model = stand_in(runner, PROBLEMS / "minmax.py")  # two outputs: each row's least and greatest value
+    sets = [[torch.rand(4, 9)] for _ in range(3)]
+    model.load_ring(sets, [4 * 4, 4 * 4])
+    outputs = model.run_batch(3)
+    expected = [(inputs[0].amin(-1), inputs[0].amax(-1)) for inputs in sets]
+    assert all(torch.equal(got, want) for index in range(3) for got, want in zip(outputs.call(index), expected[index]))
+    runner.arenas.buffers[model.ring_slots[1][0]].fill_(0)  # what the runner writes afterwards changes no copy
+    assert torch.equal(outputs.call(2)[1], expected[2][1])
+    assert model.run_batch(0).rings == []  # a batch of no calls: the judge's fixed cost
+
+
+@pytest.fixture()
+def busy_cpu():
+    """Another process keeping a CPU busy while the test runs."""
+    process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+@pytest.mark.parametrize("attempt", [1, 2])
+def test_the_reference_s_own_code_reads_even_beside_a_busy_process_or_is_flagged(config, busy_cpu, attempt):
+    """Both sides are batched alike, interleaved, each runner just woken when its clock starts: load from another
+    process hits both, or (one side's runner on a CPU much less of its batches' time than the other's) the result
+    says so. A generous bound: a 2-core machine shared with other work."""
+    result = evaluate(PREFIX_SUM, BOUNDARY / "subclass_reference.py", config)
+    assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
+    assert 1 / 1.5 < result.speedup < 1.5 or flags.NOISY_TIMING in result.flags, (result.speedup, result.message)
 
 
 @pytest.mark.skipif(not limits.signals_scoped_here(), reason="needs Landlock ABI 6 (signal scopes)")
@@ -296,7 +333,7 @@ def get_init_inputs():
 
 @pytest.mark.parametrize("reply", [
     {"outputs": "no"}, {"outputs": [{"dtype": "float32", "shape": [-1], "device": "cpu", "kind": "Tensor"}]},
-    {"timed_ms": float("nan")}, {"outputs": [{"dtype": 3}]},
+    {"outputs": [{"dtype": 3}]},
 ])
 def test_a_malformed_reply_is_a_protocol_error(reply):
     with pytest.raises(wire.ProtocolError):

@@ -19,25 +19,27 @@ def _rounds(tmp_path) -> fresh.FreshRounds:
 
 
 def _timed_calls(rounds: fresh.FreshRounds, events: list | None = None) -> None:
-    """The candidate's and the reference's timed calls of a round, as the sides report them."""
-    output = rounds.inputs[0] * 2
+    """The candidate's and the reference's timed batches of a round, as the sides report them."""
+    from kbench.judge.remote import BatchOutputs
+
+    output = torch.stack([inputs[0] * 2 for inputs in rounds.sets])  # each call's output, one per input set
     time.sleep(0.001)
     if events is not None:
         events.append("candidate called")
-    rounds.candidate_done(output)
+    rounds.candidate_done(BatchOutputs([output], sequence=False))
     if events is not None:
         events.append("reference called")
-    rounds.reference_done(output.clone())
+    rounds.reference_done(BatchOutputs([output.clone()], sequence=False))
 
 
 def test_without_guards_one_set_of_contents(tmp_path):
     rounds = _rounds(tmp_path)
     rounds.fresh = False
-    first = rounds.inputs
+    first = rounds.sets
     for _ in range(50):
         rounds.new_round()
         _timed_calls(rounds)
-    assert rounds.inputs is first
+    assert rounds.sets is first
 
 
 

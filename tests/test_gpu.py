@@ -53,7 +53,7 @@ def test_seed_verdicts(seed_results, solution, problem, status, message):
 def test_correct_seeds_are_slower_than_the_reference(seed_results, solution):
     result = seed_results[solution]
     assert result.speedup is not None and result.speedup < 1
-    assert result.reference_timing.timer == "cuda-events"
+    assert result.reference_timing.timer == "judge-clock"
     assert result.check.norm_err < 1e-5  # true float32 reference: a float32 kernel lands far below 1e-4
     if "H200" in result.device_name:
         recorded = H200_STRICT_REFERENCE_MS[result.problem]
@@ -97,8 +97,8 @@ AXPY = REPO / "tests" / "fixtures" / "problems" / "axpy.py"
 CONVT_SMALL = CHEATS / "problems" / "convt1d_small.py"
 # (fixture, problem, acceptable verdicts, flag that must be present or None)
 GPU_CHEATS = [
-    # Work left on another stream shows on the judge's clock; at axpy's size (0.15 ms) it is within the judge's
-    # resolution: a gain it claims is not confirmed (unverified_time), or it is noted (unclocked_time).
+    # Work left on another stream is inside the judge's clock around the batch (the judge holds the outputs only
+    # once it is done), or missing from the outputs (stale_output).
     ("side_stream.py", AXPY, {Status.REJECTED, Status.CORRECT}, None),
     ("thread_side.py", AXPY, {Status.REJECTED, Status.INCORRECT, Status.CORRECT}, None),
     ("uninit_reuse.py", AXPY, {Status.INCORRECT, Status.REJECTED}, None),
@@ -122,8 +122,7 @@ def test_gpu_cheats_are_caught_and_honest_kernels_pass(cheat_results, name, prob
     assert result.status in statuses, (result.status, result.message)
     if name in ("side_stream.py", "thread_side.py") and result.status == Status.CORRECT:
         # No gain: slower than the reference, or its time kept out of trusted figures.
-        assert result.speedup < 1 or {"unclocked_time", "unverified_time", "timing_mismatch"} & set(result.flags), \
-            result.message
+        assert result.speedup < 1.1 or "unverified_time" in result.flags, result.message
     if flag:
         assert flag in result.flags, result.message
     if statuses == {Status.CORRECT}:
@@ -143,11 +142,16 @@ def boundary_results(gpu_cache_dir):
 
 
 @pytest.mark.parametrize("name", ["fake_events.py", "early_reply.py", "work_after_clock.py"])
-def test_gpu_times_the_judge_cannot_confirm_are_rejected(boundary_results, name):
-    """Times from the candidate's process count only as far as the judge's clock bounds them."""
+def test_gpu_a_runner_s_own_clock_and_work_after_its_reply_gain_nothing(boundary_results, name):
+    """The recorded time is the judge's clock around a batch, stopped once it holds its own copy of the outputs:
+    events that lie are never read, and work done in the output's copy or left queued at the reply is inside it
+    (or missing from the outputs). Each fixture does the reference's own convolution: its true speedup is 1, its
+    lie 10x or more."""
     result = boundary_results[name]
-    caught = result.status == Status.REJECTED and "timing_mismatch" in result.flags
-    assert caught or (name == "early_reply.py" and result.status != Status.CORRECT), (result.status, result.message)
+    if name == "fake_events.py":  # honest work: correct, at its true speed
+        assert result.status == Status.CORRECT, (result.status, result.message)
+    assert result.status != Status.CORRECT or abs(result.speedup - 1) <= 0.05, (result.status, result.speedup,
+                                                                                result.message)
 
 
 @pytest.mark.parametrize("name", ["queued_after_reply.py", "queued_short_kernels_after_reply.py"])

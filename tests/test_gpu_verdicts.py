@@ -110,3 +110,16 @@ def test_the_reference_s_own_kernels_as_the_candidate_read_the_reference_s_time(
                          config, devices=["cuda:0"])
     assert result.status == Status.CORRECT, result.message
     assert 0.96 <= result.speedup <= 1.04, (result.speedup, result.message)
+
+
+def test_short_calls_of_the_reference_s_own_ops_read_its_time_without_unverified_time(gpu_cache_dir):
+    """Calls of 5-70 us are timed in batches the judge's clock resolves to 1% of a call, or 1 us (timed_sides.py):
+    the reference's own ops as the candidate read a speedup of 1 within 2%, and no gain goes unconfirmed."""
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0)
+    names = ["relu_medium", "sum_rows", "softmax"]
+    results = run_pairs([(WORKLOADS / "problems" / f"{name}.py", WORKLOADS / "solutions" / f"{name}.py")
+                         for name in names], config, devices=["cuda:0"])
+    for name, result in zip(names, results):
+        assert result.status == Status.CORRECT, (name, result.message)
+        assert 0.98 <= result.speedup <= 1.02 and "unverified_time" not in result.flags, (name, result.speedup,
+                                                                                          result.flags)

@@ -75,11 +75,10 @@ def test_changing_the_reference_in_the_candidate_s_process_gains_nothing(config,
 @pytest.mark.parametrize("problem", [CONVT, CONVT_LARGE])
 def test_a_thread_that_spins_beside_the_reference_gains_nothing(gpu_config, problem):
     """The reference runs in a process of its own: the spinning thread cannot slow it. It slows the candidate's
-    own runner between calls, which the judge's clock sees and the candidate's timer does not: that is the
-    shape of work done after the clock stops, rejected as `timing_mismatch` (a GPU has both clocks)."""
+    own runner, inside the judge's clock."""
     result = evaluate(problem, CHEATS / "slow_reference_thread.py", gpu_config)
     assert no_gain(result) and SLOWED_REFERENCE not in result.flags, (result.status, result.speedup, result.message)
-    assert set(rejecting(result.flags)) <= {flags.TIMING_MISMATCH}, result.flags
+    assert not rejecting(result.flags), result.flags
 
 
 @pytest.mark.gpu

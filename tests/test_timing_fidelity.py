@@ -100,7 +100,7 @@ def test_ncu_failure_message_is_ncus_own(fidelity):
 
 def test_targets(fidelity):
     assert fidelity.fidelity_target(0.5) == 0.02
-    assert fidelity.fidelity_target(0.05) == 0.10
+    assert fidelity.fidelity_target(0.02) == 0.02
     assert fidelity.fidelity_target(0.005) is None
     assert fidelity.stability_target(2.0) == 0.005
     assert fidelity.stability_target(0.2) == 0.02

@@ -1,12 +1,13 @@
-"""Input contents for the timing loop, fresh every round, and the check of the candidate's timed outputs.
+"""Input contents for the timing loop, fresh every round, and the check of the timed calls' outputs.
 
 A candidate that remembers outputs keyed by its inputs' contents (a few sampled values are enough) is
 fooled by nothing but contents it has never seen. So each round of the timing loop draws new contents from
-the problem's own input distribution (its get_inputs() under a seed from os.urandom, made on the device)
-and every side loads them into the input buffers before its call, outside the timed region: reference and
-candidate are timed on the same contents. The candidate runs first in every round, so while it runs no
-reference output for its contents exists; a copy of its output is checked against the reference's timed
-output for the same contents, which is poisoned as soon as it has been compared.
+the problem's own input distribution (its get_inputs() under a seed from os.urandom, made on the device), one
+set for each call of a batch (timed_sides.py), and every side loads them into its ring of input arenas outside
+its timed batch: reference and candidate are timed on the same contents, call for call. The candidate runs first
+in every round, so while it runs no reference output for its contents exists; the judge's copies of its outputs
+are checked against the reference's outputs for the same contents (every call's, or, for outputs too large, a
+sample the runner cannot predict: drawn after both batches), which are poisoned as soon as they have been compared.
 """
 
 from __future__ import annotations
@@ -15,80 +16,103 @@ import os
 import random
 import time
 
+
 from kbench import flags
 from kbench.judge import check, guards
 from kbench.loading import synchronize
 from kbench.judge.progress import Context, Stop
 from kbench.results import Status
+from kbench.runner.arenas import refill
 from kbench.judge.trials import ask_truth
 
-# Timed outputs up to this size are all checked; larger ones on a random share of calls.
+# Timed outputs up to this size are checked in every call; larger ones in a random share of a batch's calls.
 CHECK_EVERY_CALL_BYTES = 64 << 20
 CHECK_PROBABILITY = 0.25
 
 
 class FreshRounds:
-    """The current round's input contents, and what the candidate and the reference did with them."""
+    """The current round's input sets (one per call of a batch), and what the candidate and the reference did
+    with them."""
 
     def __init__(self, make_inputs, reference_model, output_bytes: int, context: Context):
         self.make_inputs = make_inputs
         self.reference_model = reference_model
         self.context = context
-        self.fresh = context.config.guards  # without guards: one set of contents, nothing checked
+        self.fresh = context.config.guards  # without guards: one round of contents, nothing checked
         # Unpredictable to the candidate: it cannot know the contents, nor which calls are checked.
         self.random = random.Random(int.from_bytes(os.urandom(8), "little"))
         self.generate_s = 0.0      # seconds spent making contents (untimed, but overhead)
-        self.inputs: list = []
+        self.count = 1             # input sets per round: the batch's calls (timed_sides.plan_batches sets it)
+        self.sets: list[list] = []
         self.check_all = output_bytes <= CHECK_EVERY_CALL_BYTES
-        self.calls = 0
+        self.batches = 0
         self.rounds = 0
         self.new_round()
 
     def new_round(self) -> None:
-        if self.rounds and not self.fresh:
+        if self.rounds and not self.fresh and len(self.sets) == self.count:
             return
         started = time.perf_counter()
         # The last round's contents go first: with inputs of gigabytes (a 16 GiB avgpool input, the sides'
-        # buffers beside them) one more set at the peak may not fit the card.
-        self.inputs = []
-        self.inputs = self.make_inputs(self.random.getrandbits(63))
+        # rings beside them) one more set at the peak may not fit the card.
+        self.sets = []
+        self.sets = [self.make_inputs(self.random.getrandbits(63)) for _ in range(self.count)]
         synchronize(self.context.device)
         self.generate_s += time.perf_counter() - started
         self.rounds += 1
         self.candidate_ran = False
-        self.candidate_output = None  # a copy, kept until the reference runs on these contents
+        self.candidate_outputs = None  # the judge's copies, kept until the reference runs on these contents
 
-    def reference_done(self, output) -> None:
-        """After the reference's timed call on this round's contents (the candidate's came first)."""
-        if not self.candidate_ran:  # the sides' order is the guard: its output would go unchecked
+    def load(self, ring: list[list]) -> None:
+        """This round's contents into a side's ring of input buffers (non-tensor arguments stay as they are)."""
+        for buffers, inputs in zip(ring, self.sets):
+            refill(buffers, inputs)
+
+    def reference_done(self, outputs) -> None:
+        """After the reference's batch on this round's contents (the candidate's came first); `outputs`:
+        remote.BatchOutputs."""
+        if not self.candidate_ran:  # the sides' order is the guard: its outputs would go unchecked
             raise Stop(Status.INFRA_ERROR, "kbench timed the reference before the candidate in a round")
-        if self.candidate_output is not None:
-            self._compare(self.candidate_output, output)
-            self.candidate_output = None
-        guards.poison(output)
+        if self.candidate_outputs is not None:
+            self._compare(self.candidate_outputs, outputs)
+            self.candidate_outputs = None
+        for ring in outputs.rings:
+            guards.poison(ring)
 
-    def candidate_done(self, output) -> None:
-        """After the candidate's timed call on this round's contents: its output (the judge's own copy) waits
-        for the reference's."""
+    def candidate_done(self, outputs) -> None:
+        """After the candidate's batch on this round's contents: the judge's copies of its outputs wait for the
+        reference's."""
         self.candidate_ran = True
-        if not self.fresh:
-            return
-        self.calls += 1
-        if self.check_all or self.calls <= 2 or self.random.random() < CHECK_PROBABILITY:
-            self.candidate_output = output
+        if self.fresh:
+            self.candidate_outputs = outputs
 
-    def _compare(self, output, expected) -> None:
+    def _checked_calls(self) -> list[int]:
+        """Every call, or (large outputs) a random share and at least one, drawn now: after the batch ran."""
+        self.batches += 1
+        calls = range(len(self.sets))
+        if self.check_all or self.batches <= 2:
+            return list(calls)
+        return [index for index in calls if self.random.random() < CHECK_PROBABILITY] or \
+            [self.random.randrange(len(self.sets))]
+
+    def _compare(self, candidate, reference) -> None:
         tolerance_for = self.context.config.tolerance_for
+        calls = self._checked_calls()
         with self.context.progress.spent("guard: timed-output checks"):
-            if check.within_tolerance(output, expected, tolerance_for):
+            if check.within_tolerance([ring[index] for ring in candidate.rings for index in calls],
+                                      [ring[index] for ring in reference.rings for index in calls], tolerance_for):
                 return
-            outcome = check.compare(output, expected, tolerance_for)
+            for index in calls:
+                outcome = check.compare(candidate.call(index), reference.call(index), tolerance_for)
+                if not outcome.passed:
+                    break
         if outcome.passed:
             return
-        verdict = ask_truth(self.reference_model, self.inputs, output, expected, self.context)
+        verdict = ask_truth(self.reference_model, self.sets[index], candidate.call(index), reference.call(index),
+                            self.context)
         if verdict is not None and verdict.candidate_passed:
             return  # more accurate than the float32 reference on these contents, not wrong
         findings = self.context.findings
-        findings.flag(flags.STALE_OUTPUT, f"timed call {self.calls} returned a wrong output for its "
-                                          f"inputs (memoised or skipped work): {outcome.mismatch}")
+        findings.flag(flags.STALE_OUTPUT, f"call {index} of timed batch {self.batches} returned a wrong output for "
+                                          f"its inputs (memoised or skipped work): {outcome.mismatch}")
         raise Stop(Status.REJECTED, "; ".join(findings.flag_messages))

@@ -4,7 +4,8 @@ RemoteModel is a model whose calls run in the runner: the judge puts the argumen
 the runner calls ModelNew on them and copies the outputs into the judge's output arenas, and the judge copies
 them out again at once into memory only it holds. What the runner says about an output (type, dtype, shape,
 device) is checked before its bytes are read; the room it asks for is bounded by what the reference's outputs need
-(OutputRoom); a call it says it timed is bounded by the judge's own clock (timed_sides.RemoteTimer).
+(OutputRoom). The timing loop's calls come in batches on a ring of input sets (load_ring, run_batch), timed by
+the judge's own clock (timed_sides.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from kbench.judge.remote_process import RunnerDied, RunnerProcess, describe_exit
 from kbench.loading import release_cached_memory
 from kbench.results import Status
 from kbench.runner import wire
-from kbench.runner.arenas import dtype_name, dtype_of, extent, plain, storage_bytes, storage_groups, view
+from kbench.runner.arenas import dtype_name, dtype_of, extent, nbytes, plain, storage_bytes, storage_groups
 
 _PLAIN_KINDS = ("Tensor", "Parameter")
 
@@ -66,8 +67,8 @@ class RemoteModel:
         self.of_reference = of_reference  # the problem's Model in the reference's runner: its failures are the problem's
         self.room = room  # None: the reference's runner (no candidate code), bounded only by _sizes
         self.last: wire.CallReply | None = None
-        self.received_at = 0.0
-        self.private: dict[int, torch.Tensor] = {}  # the judge's copies of timed outputs, by output index
+        self.ring_slots: list[tuple[str, int]] = []  # per output: the arena of the ring's output slots, bytes per slot
+        self.private: dict[int, torch.Tensor] = {}  # the judge's copies of the ring's output slots, by output index
         self.staged: list = []  # the last call's arguments as the runner saw them (arena views; None: not a tensor)
 
     def __call__(self, *inputs):
@@ -84,16 +85,11 @@ class RemoteModel:
         """Free the runner's arenas and what both processes keep cached for them (the next call makes new ones):
         on a card they may hold gigabytes the judge needs meanwhile."""
         self._reply(self.runner.request({"op": "release"}))
-        self.staged, self.private = [], {}
+        self.staged, self.private, self.ring_slots = [], {}, []
         self.runner.arenas.close()
         if self.runner.device.type == "cuda":
             torch.cuda.ipc_collect()  # arenas the runner mapped wait in torch's limbo until it let go
         release_cached_memory(self.runner.device)
-
-    def arena_views(self, inputs: list) -> list:
-        """Views of the input arenas shaped like `inputs`, holding their contents (the timing loop's buffers)."""
-        _, views = self.stage(inputs)
-        return [view if view is not None else value for view, value in zip(views, inputs)]
 
     def stage(self, inputs: list, prefix: str = "in") -> tuple[dict, list]:
         """The call's message with the arguments in arenas, and the arena views: each storage the arguments view
@@ -131,13 +127,81 @@ class RemoteModel:
             data = self._reply(self.runner.request({"op": "deliver", "outputs": arenas}))
         reply = _parsed(data)
         self.last = reply
-        outputs = self._outputs(reply, timed=mode == "timed")
+        return self._outputs(reply), reply
+
+    # --- the timing loop's batches ---------------------------------------------------------------------------
+
+    def load_ring(self, input_sets: list[list], output_bytes: list[int]) -> list[list]:
+        """Stage the ring (untimed): each of the K input sets in arenas of its own (the first in the plain calls'
+        arenas, the others with the prefix "r{i}_"), and per output an arena of K slots of `output_bytes` (rounded
+        up) each, the plain calls' output arena grown; the runner resolves them once. Returns each set's views,
+        which the timing loop refills in place before every batch."""
+        calls, views = [], []
+        for index, inputs in enumerate(input_sets):
+            message, staged = self.stage(inputs, prefix=f"r{index}_" if index else "in")
+            calls.append(message["args"])
+            views.append([view if view is not None else value for view, value in zip(staged, inputs)])
+        strides = [_slot_bytes(size) for size in output_bytes]
+        self.ring_slots = [(self.runner.arenas.ensure(f"out{index}", len(input_sets) * stride), stride)
+                           for index, stride in enumerate(strides)]
+        self._reply(self.runner.request({"op": "ring", "calls": calls,
+                                         "outputs": [{"arena": arena, "stride": stride}
+                                                     for arena, stride in self.ring_slots]}))
+        return views
+
+    def run_batch(self, count: int, precision: str | None = None) -> "BatchOutputs":
+        """`count` calls in the runner, call i on the ring's input set i; returns their outputs, copied out of the
+        slots into the judge's memory (valid until the next batch) before it returns: the judge's clock around it
+        (timed_sides.BatchTimer) stops only once the judge holds them, so work the runner left queued, or did after
+        its reply, is either inside the clock or missing from the copies (and fails their check)."""
+        message = {"op": "batch", "instance": self.instance, "count": count}
+        if precision:
+            message["precision"] = precision
+        reply = _parsed(self._reply(self.runner.request(message)))
+        self.last = reply
+        outputs = BatchOutputs(self._ring_copies(reply, count) if count else [], reply.sequence)
         if self.runner.device.type == "cuda":
             torch.cuda.synchronize(self.runner.device)
-        # The judge's clock stops once it holds the outputs (timed_sides.RemoteTimer): a runner that replied before
-        # its work was done either waited for it here or handed over what its work had not yet written.
-        self.received_at = time.perf_counter()
-        return outputs, reply
+        return outputs
+
+    def copy_ms(self, count: int) -> float:
+        """The judge's own copy of `count` slots of every output (what each batch of `count` does inside its clock),
+        timed on its clock: measured with the runners idle, it is subtracted from every batch (timed_sides.py)."""
+        synchronize = torch.cuda.synchronize if self.runner.device.type == "cuda" else (lambda device: None)
+        synchronize(self.runner.device)
+        started = time.perf_counter()
+        for index, (arena, stride) in enumerate(self.ring_slots):
+            self._private_bytes(index, arena, count * stride)
+        synchronize(self.runner.device)
+        return (time.perf_counter() - started) * 1e3
+
+    def _ring_copies(self, reply: wire.CallReply, count: int) -> list[torch.Tensor]:
+        """Per output: its `count` slots copied into the judge's memory in one copy, seen as [count, *shape]."""
+        rings = []
+        for index, meta in enumerate(reply.outputs):
+            self._check_meta(index, meta)
+            if index >= len(self.ring_slots):
+                raise self._stop(Status.INCORRECT, f"returned {len(reply.outputs)} outputs, the reference "
+                                                   f"{len(self.ring_slots)}")
+            arena, stride = self.ring_slots[index]
+            try:
+                dtype = dtype_of(meta.dtype)
+                if nbytes(dtype, meta.shape) > stride:
+                    raise ValueError(f"larger than the reference's ({stride} bytes)")
+            except ValueError as error:
+                raise self._stop(Status.INCORRECT, f"output {index} could not be read ({error})")
+            private = self._private_bytes(index, arena, count * stride)
+            rings.append(_slots_view(private, dtype, meta.shape, count, stride))
+        return rings
+
+    def _private_bytes(self, index: int, arena: str, size: int) -> torch.Tensor:
+        """The first `size` bytes of `arena`, copied into a buffer of the judge's kept for output `index` (no allocation
+        between the request and the judge's clock once it exists)."""
+        buffer = self.private.get(index)
+        if buffer is None or buffer.numel() < size:
+            buffer = self.private[index] = torch.empty(max(size, 1), dtype=torch.uint8, device=self.runner.device)
+        buffer[:size].copy_(self.runner.arenas.buffers[arena][:size])
+        return buffer
 
     def reserve_output_room(self) -> None:
         """The output arenas the reference's outputs need, made now, before the candidate's code runs on: room
@@ -171,31 +235,23 @@ class RemoteModel:
             return Stop(Status.REFERENCE_ERROR, f"the reference failed in its runner: {message}")
         return Stop(status, message)
 
-    def _private(self, index: int, shared: torch.Tensor) -> torch.Tensor:
-        """A copy of `shared` in a buffer of the judge's kept for output `index` of timed calls: no allocation
-        between the request and the judge's clock (the copy is valid until the next timed call)."""
-        size = shared.numel() * shared.element_size()
-        buffer = self.private.get(index)
-        if buffer is None or buffer.numel() < size:
-            buffer = self.private[index] = torch.empty(max(size, 1), dtype=torch.uint8, device=shared.device)
-        copy = view(buffer, shared.dtype, shared.shape)
-        copy.copy_(shared)
-        return copy
+    def _check_meta(self, index: int, meta: wire.OutputMeta) -> None:
+        if meta.kind not in _PLAIN_KINDS:
+            raise self._stop(Status.INCORRECT, f"output {index} is a {meta.kind}, not a plain torch.Tensor")
+        if meta.device != str(self.runner.device) and not (
+                self.runner.device.type == "cuda" and meta.device == "cuda" and self.runner.device.index is None):
+            raise self._stop(Status.INCORRECT, f"output {index} is on {meta.device}, not on {self.runner.device}")
 
-    def _outputs(self, reply: wire.CallReply, timed: bool = False):
+    def _outputs(self, reply: wire.CallReply):
         """Plain tensors of the judge's, copied out of the output arenas, in the structure the runner returned."""
         values = []
         arenas = self._output_arenas()
         for index, meta in enumerate(reply.outputs):
-            if meta.kind not in _PLAIN_KINDS:
-                raise self._stop(Status.INCORRECT, f"output {index} is a {meta.kind}, not a plain torch.Tensor")
-            if meta.device != str(self.runner.device) and not (
-                    self.runner.device.type == "cuda" and meta.device == "cuda" and self.runner.device.index is None):
-                raise self._stop(Status.INCORRECT, f"output {index} is on {meta.device}, not on {self.runner.device}")
+            self._check_meta(index, meta)
             try:
                 dtype = dtype_of(meta.dtype)
                 shared = self.runner.arenas.view(arenas[index], dtype, meta.shape)
-                values.append(self._private(index, shared) if timed else shared.clone())
+                values.append(shared.clone())
             except (ValueError, IndexError) as error:
                 raise self._stop(Status.INCORRECT, f"output {index} could not be read ({error})")
         if not reply.sequence:
@@ -203,6 +259,32 @@ class RemoteModel:
                 raise self._stop(Status.INCORRECT, "returned no output")
             return values[0]
         return tuple(values)
+
+
+class BatchOutputs:
+    """A batch's outputs in the judge's memory: per output, its calls' values as one [count, *shape] tensor."""
+
+    def __init__(self, rings: list[torch.Tensor], sequence: bool):
+        self.rings = rings
+        self.sequence = sequence
+
+    def call(self, index: int):
+        """Call `index`'s output, in the structure the runner returned."""
+        values = tuple(ring[index] for ring in self.rings)
+        return values if self.sequence else values[0]
+
+
+def _slot_bytes(size: int) -> int:
+    return max(256, -(-size // 256) * 256)  # each slot starts aligned for any dtype's vector loads
+
+
+def _slots_view(buffer: torch.Tensor, dtype: torch.dtype, shape, count: int, stride: int) -> torch.Tensor:
+    """`count` slots of `stride` bytes from the start of `buffer` (uint8), each a contiguous tensor of `shape`."""
+    if not nbytes(dtype, shape):
+        return torch.empty((count, *shape), dtype=dtype, device=buffer.device)
+    element = torch.empty((), dtype=dtype).element_size()
+    inner = torch.empty(tuple(shape), dtype=dtype, device="meta").stride()
+    return buffer[:count * stride].view(dtype).as_strided((count, *shape), (stride // element, *inner))
 
 
 def _encoded(value):

@@ -1,10 +1,22 @@
-"""The sides the timing loop runs: the candidate (in its runner), the reference and PyTorch's-defaults baseline (in
-the reference's runner), each calling its model on input buffers in its runner's arenas, reloaded before every
-call; and the torch.compile baseline in the judge."""
+"""The sides the timing loop runs, each timed in batches by the judge's own clock.
+
+A batch is `count` calls of a model, call i on input set i of a ring of arenas the judge refilled with fresh
+contents before it (fresh.py), its outputs copied into slot i of the ring's output arenas. The judge's clock runs
+from the request until the judge holds its own copy of every slot (remote.RemoteModel.run_batch); the runner's
+own clocks are never read. The per-call time is that wall time, less the judge's fixed cost per batch (measured
+on the reference's runner, which runs no candidate code, as a batch of no calls, and the judge's own copy of the
+slots, measured with the runners idle), divided by `count`. `count` is chosen (plan_batches) so that the fixed
+cost, spread over the calls, is about 1% of a call or 1 us, whichever is larger, as far as the ring's memory and
+the batch's length allow. The candidate (in its runner), the reference and PyTorch's-defaults baseline (in the
+reference's runner) and the torch.compile baseline (in the judge) are batched alike, with the same `count` and
+the same contents."""
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -12,11 +24,26 @@ import torch
 from kbench import policy
 from kbench.judge import guards, timing
 from kbench.config import PYTORCH_DEFAULT
+from kbench.loading import call_reference, clone, synchronize, tensor_bytes
 from kbench.schedule.job import one_line
-from kbench.loading import clone
 from kbench.judge.progress import Context
-from kbench.runner.arenas import refill
 
+# The judge's fixed cost per batch, spread over the batch's calls, is at most this share of a call...
+RESOLUTION_SHARE = 0.01
+# ...or this many milliseconds, whichever is larger (a per-call floor: short calls need no more calls than this).
+RESOLUTION_FLOOR_MS = 0.001
+# A batch lasts at most this long (and at most a fortieth of the time budget): enough batches to take a median;
+# and holds at most this many calls (each round draws an input set per call).
+MAX_BATCH_MS = 20.0
+MAX_BATCH_CALLS = 1000
+# The rings (inputs and outputs, both runners, the judge's copies) take at most this share of the device's free
+# memory, or of the host's available memory on a CPU (and at most RING_HOST_BYTES there).
+RING_MEMORY_SHARE = 0.3
+RING_HOST_BYTES = 1 << 30
+# Empty batches that measure the judge's fixed cost, and rounds of single calls that estimate a call's time.
+EMPTY_BATCHES = 7
+PROBE_ROUNDS = 2
+COPY_CALIBRATIONS = 3
 
 
 def default_is_reference(context: Context) -> bool:
@@ -24,97 +51,207 @@ def default_is_reference(context: Context) -> bool:
     return context.device.type != "cuda" or context.config.policy == PYTORCH_DEFAULT
 
 
-class RemoteTimer:
-    """The candidate's call timed by its runner, inside the judge's own clock.
+class BatchTimer:
+    """The judge's clock around one batch: (ms per call, the batch's wall ms, its outputs). Before the clock starts,
+    the judge flushes L2 (and synchronises): inputs are cold for the batch's calls, each reading a set of its own;
+    weights stay warm from call to call, on both sides alike. On a CPU it also reads the CPU time the side's runner
+    used in its batches (`runner`), to tell when load hit one side and not the other (verdicts.uneven_load)."""
 
-    Before the call the judge loads the inputs into its arenas and flushes L2 (the flush and the contents
-    are the judge's doing, so the runner cannot skip them); the judge's wall clock runs from the request to
-    the reply, which the runner sends once the device is idle and the outputs are in the judge's arenas. The
-    runner's time (CUDA events next to the call, or its host clock on a CPU) counts only as far as the wall
-    time bounds it (verdicts.timing_mismatch)."""
+    name = "judge-clock"
 
-    name = "runner"
-
-    def __init__(self, flush: Callable[[], None]):
+    def __init__(self, flush: Callable[[], None], count: int = 1, fixed_ms: float = 0.0, runner=None):
         self.flush = flush
+        self.count = count
+        self.fixed_ms = fixed_ms
+        self.runner = runner
+        self.cpu_s = 0.0
+        self.wall_s = 0.0
 
     def measure(self, call) -> tuple[float, float, object]:
-        return call.timed(self.flush)
-
-
-class RemoteCall:
-    """A timed call of a model in a runner: a plain call on `buffers`, or (timed) one with the judge's flush
-    before it and the judge's wall clock around it (RemoteTimer). `precision`: the policy the runner calls it
-    under (a baseline's), None: the evaluation's."""
-
-    def __init__(self, model, buffers: list, precision: str | None = None):
-        self.model = model
-        self.buffers = buffers
-        self.precision = precision
-
-    def __call__(self):
-        return self.model.call(self.buffers)
-
-    def timed(self, flush) -> tuple[float, float, object]:
-        message, _ = self.model.stage(self.buffers)  # in place: the buffers are the arenas
-        if self.precision:
-            message["precision"] = self.precision
-        flush()
-        synchronize = self.model.runner.device.type == "cuda"
-        if synchronize:
-            torch.cuda.synchronize(self.model.runner.device)
+        self.flush()
+        cpu_before = self.runner.cpu_seconds() if self.runner is not None else 0.0
         started = time.perf_counter()
-        output, reply = self.model.send(message, "timed")
-        wall_ms = (self.model.received_at - started) * 1e3
-        return reply.timed_ms if reply.timed_ms is not None else wall_ms, wall_ms, output
+        outputs = call()
+        wall_ms = (time.perf_counter() - started) * 1e3
+        if self.runner is not None:
+            self.cpu_s += self.runner.cpu_seconds() - cpu_before
+            self.wall_s += wall_ms / 1e3
+        return max(wall_ms - self.fixed_ms, 0.0) / self.count, wall_ms, outputs
 
 
-def build_sides(reference_model, timed_reference, candidate_model, rounds, flush,
-                context: Context) -> dict[str, timing.Side]:
-    """'candidate', 'reference' and the baselines asked for, in the order the timing loop runs them (the
-    candidate first: fresh.py). Each side reloads the round's contents (fresh.FreshRounds) into its buffers
-    before its call: whatever a call did to them, the next starts from the contents. The candidate's buffers
-    are its runner's arenas; the reference and the default baseline share the reference's runner's; the compile
-    baseline runs in the judge. While anything but the candidate runs, the candidate's runner is stopped
-    (remote_process.RunnerProcess.pause) and, on a GPU, the judge waits until the GPU is free of the work it queued
-    (quiet.py)."""
-    config = context.config
-    candidate_buffers = candidate_model.arena_views(rounds.inputs)
-    candidate_side = timing.Side(RemoteCall(candidate_model, candidate_buffers),
-                                 prepare=lambda: load_into(candidate_buffers, rounds.inputs),
-                                 inspect=rounds.candidate_done, timer=RemoteTimer(flush))
-    reference_buffers = timed_reference.arena_views(rounds.inputs)
+@dataclass
+class BatchPlan:
+    """How the timing loop batches: the same for every side."""
+
+    count: int                   # calls per batch
+    empty_ms: float              # the judge's fixed cost per batch: a batch of no calls in the reference's runner
+    copy_ms: float               # the judge's own copy of a batch's output slots
+    estimate_ms: float           # a call's time, first estimate (the faster of the two sides)
+    limit: str = ""              # what held `count` below what the resolution asked for ("" when nothing did)
+    candidate_ring: list | None = None   # each input set's buffers, in the candidate's runner's arenas
+    reference_ring: list | None = None   # and in the reference's
+
+    @property
+    def fixed_ms(self) -> float:
+        return self.empty_ms + self.copy_ms
+
+    @property
+    def resolution_ms(self) -> float:
+        """What the judge's clock cannot tell apart from a call: its fixed cost per batch (which a runner's own
+        handling of a batch could shift by as much), spread over the batch's calls."""
+        return self.empty_ms / self.count
+
+    def describe(self) -> str:
+        held = f", held there by {self.limit}" if self.limit else ""
+        return (f"batches of {self.count} call(s) (a call first estimated at {self.estimate_ms:.3g} ms; the judge's "
+                f"fixed cost {self.empty_ms:.3g} ms and its copy of the outputs {self.copy_ms:.3g} ms per batch, "
+                f"subtracted; resolution {self.resolution_ms:.3g} ms per call{held})")
+
+
+def plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context: Context) -> BatchPlan:
+    """Measure the judge's fixed cost per batch and a first estimate of a call's time (batches of one call), size
+    the batch, and load both runners' rings of that many input sets."""
+    device = context.device
+    output_bytes = _output_bytes(reference_model, rounds.sets[0], device)
+    plan = BatchPlan(1, empty_ms(timed_reference, context), 0.0, 0.0)
+    plan.candidate_ring = candidate_model.load_ring(rounds.sets, output_bytes)
+    plan.reference_ring = timed_reference.load_ring(rounds.sets, output_bytes)
+    probe = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, baselines=False)
+    rule = timing.StopRule(warmup=max(context.config.warmup, 1), min_samples=PROBE_ROUNDS, max_samples=PROBE_ROUNDS,
+                           target_rse=math.inf, budget_s=math.inf)
+    samples = timing.sample_interleaved([probe["candidate"], probe["reference"]], timing.HostTimer(), rule,
+                                        before_round=rounds.new_round)
+    plan.estimate_ms = max(min(statistics.median(side.ms) for side in samples), 1e-6)
+    wanted = math.ceil(plan.empty_ms / max(RESOLUTION_SHARE * plan.estimate_ms, RESOLUTION_FLOOR_MS))
+    longest = max(1, min(MAX_BATCH_CALLS,
+                         int(min(MAX_BATCH_MS, context.config.time_budget_s * 1e3 / 40) / plan.estimate_ms)))
+    per_set = 3 * tensor_bytes(rounds.sets[0]) + 5 * sum(output_bytes)
+    room = max(1, int(_free_bytes(device) * RING_MEMORY_SHARE / max(per_set, 1)))
+    plan.count = max(1, min(wanted, longest, room))
+    if plan.count < wanted:
+        plan.limit = "the ring's memory" if room < longest else "the batch's length"
+    if plan.count > 1:
+        rounds.count = plan.count
+        rounds.new_round()
+        plan.candidate_ring = candidate_model.load_ring(rounds.sets, output_bytes)
+        plan.reference_ring = timed_reference.load_ring(rounds.sets, output_bytes)
+    plan.copy_ms = _copy_ms(timed_reference, plan.count, context)
+    print(f"kbench: judge's clock: {plan.describe()}", flush=True)  # the evaluation's log
+    return plan
+
+
+def _output_bytes(reference_model, inputs: list, device: torch.device) -> list[int]:
+    """Bytes of each of the reference's outputs (the sizes of the ring's output slots), from the judge's own
+    reference on a copy of `inputs`."""
+    output = call_reference(reference_model, inputs, device)
+    sizes = output_sizes(output)
+    guards.poison(output)
+    return sizes
+
+
+def output_sizes(output) -> list[int]:
+    return [tensor_bytes(value) for value in (output if isinstance(output, (tuple, list)) else [output])]
+
+
+def empty_ms(timed_reference, context: Context) -> float:
+    """The judge's fixed cost per batch: the median wall time of batches of no calls in the reference's runner."""
+    walls = []
+    for _ in range(EMPTY_BATCHES):
+        synchronize(context.device)
+        started = time.perf_counter()
+        timed_reference.run_batch(0)
+        walls.append((time.perf_counter() - started) * 1e3)
+    return statistics.median(walls)
+
+
+def _copy_ms(timed_reference, count: int, context: Context) -> float:
+    """The judge's own copy of a batch's output slots, timed with the candidate's runner stopped."""
+    context.runner.pause()
+    try:
+        if context.quiet_gpu is not None:
+            context.quiet_gpu.wait(context.findings)
+        return statistics.median(timed_reference.copy_ms(count) for _ in range(COPY_CALIBRATIONS))
+    finally:
+        context.runner.resume()
+
+
+def _free_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    try:
+        with open("/proc/meminfo") as meminfo:
+            available = next(int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        available = RING_HOST_BYTES
+    return min(available, int(RING_HOST_BYTES / RING_MEMORY_SHARE))
+
+
+def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan, context: Context,
+                compiled=None, baselines: bool = True) -> dict[str, timing.Side]:
+    """'candidate', 'reference' and the baselines asked for, in the order the timing loop runs them (the candidate
+    first: fresh.py), each a batch of `plan.count` calls on the round's contents, loaded into its ring before it.
+    While anything but the candidate runs, the candidate's runner is stopped (remote_process.RunnerProcess.pause)
+    and, on a GPU, the judge waits until the GPU is free of the work it queued (quiet.py). `compiled`: the
+    torch.compile baseline, timed in the judge on the reference's ring."""
+    config, count = context.config, plan.count
+    on_cpu = context.device.type == "cpu"
+
+    def timer(runner=None, fixed_ms=plan.fixed_ms) -> BatchTimer:
+        return BatchTimer(flush, count, fixed_ms, runner if on_cpu else None)
+    def prepare_candidate():
+        rounds.load(plan.candidate_ring)
+        candidate_model.run_batch(0)  # its runner, stopped until now, is awake and reading when the clock starts
+    candidate_side = timing.Side(lambda: candidate_model.run_batch(count), prepare=prepare_candidate,
+                                 inspect=rounds.candidate_done, timer=timer(context.runner))
     reference_inspect = rounds.reference_done if config.guards else timing.do_nothing
     sides = {"candidate": candidate_side,
-             "reference": _side(RemoteCall(timed_reference, reference_buffers), reference_buffers, rounds, context,
-                                inspect=reference_inspect, timer=RemoteTimer(flush))}
-    baseline_inspect = guards.poison if config.guards else timing.do_nothing
-    if "default" in config.baselines and not default_is_reference(context):
-        sides["default"] = _side(RemoteCall(timed_reference, reference_buffers, precision=PYTORCH_DEFAULT),
-                                 reference_buffers, rounds, context, inspect=baseline_inspect, timer=RemoteTimer(flush))
-    if "compile" in config.baselines:
-        compiled = _compiled_reference(reference_model, rounds.inputs, context)
-        if compiled is not None:
-            buffers = clone(rounds.inputs)
-            sides["compile"] = _side(lambda: compiled(*buffers), buffers, rounds, context, inspect=baseline_inspect)
+             "reference": _side(lambda: timed_reference.run_batch(count), plan.reference_ring, rounds, context,
+                                reference_inspect, timer(context.reference_runner), timed_reference)}
+    baseline_inspect = _poison_batch if config.guards else timing.do_nothing
+    if baselines and "default" in config.baselines and not default_is_reference(context):
+        sides["default"] = _side(lambda: timed_reference.run_batch(count, precision=PYTORCH_DEFAULT),
+                                 plan.reference_ring, rounds, context, baseline_inspect, timer(), timed_reference)
+    if compiled is not None:
+        ring = plan.reference_ring
+        sides["compile"] = _side(lambda: _local_batch(compiled, ring[:count], context.device), ring, rounds, context,
+                                 timing.do_nothing, timer(fixed_ms=0.0))
     return sides
 
 
-def _side(call, buffers: list, rounds, context: Context, inspect, timer=None) -> timing.Side:
+def _side(call, ring: list, rounds, context: Context, inspect, timer, model=None) -> timing.Side:
     def prepare():
-        load_into(buffers, rounds.inputs)
+        rounds.load(ring)
         context.runner.pause()
         if context.quiet_gpu is not None and not context.quiet_gpu.wait(context.findings):
             context.findings.raise_if_rejected()
+        if model is not None:
+            model.run_batch(0)  # as the candidate's: its runner has just answered when the clock starts
 
-    def after(output):
+    def after(outputs):
         context.runner.resume()
-        inspect(output)
+        inspect(outputs)
         policy.apply_policy(context.config.policy)  # whatever a baseline changed, the checking policy is back
     return timing.Side(call, prepare=prepare, inspect=after, timer=timer)
 
 
-def _compiled_reference(reference_model, inputs, context: Context):
+def _poison_batch(outputs) -> None:
+    for ring in outputs.rings:
+        guards.poison(ring)
+
+
+def _local_batch(model, ring: list, device: torch.device) -> None:
+    """A batch in the judge (the torch.compile baseline): each call's outputs are copied as a runner copies them."""
+    for inputs in ring:
+        output = model(*inputs)
+        values = output if isinstance(output, (tuple, list)) else [output]
+        for value in values:
+            if isinstance(value, torch.Tensor):
+                torch.empty_like(value).copy_(value)
+    synchronize(device)
+
+
+def compiled_reference(reference_model, inputs, context: Context):
     """torch.compile of the reference, compiled here (untimed); None when it does not compile."""
     try:
         compiled = torch.compile(reference_model)
@@ -124,8 +261,3 @@ def _compiled_reference(reference_model, inputs, context: Context):
         print(f"kbench: torch.compile baseline unavailable: {one_line(error)}", flush=True)
         context.findings.note(f"compile baseline unavailable ({one_line(error)})")
         return None
-
-
-def load_into(buffers: list, inputs: list) -> None:
-    """Copy inputs into a side's input buffers (non-tensor arguments stay as they are)."""
-    refill(buffers, inputs)

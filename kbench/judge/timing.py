@@ -41,7 +41,8 @@ class HostTimer:
 
 
 class CudaEventTimer:
-    """CUDA events on the current stream around the call, after an L2 flush.
+    """CUDA events on the current stream around the call, after an L2 flush (the judge uses its flush alone:
+    the timing loop's batches are timed by its own clock, timed_sides.py).
 
     The flush writes a buffer twice the size of L2 before the start event, so neither model finds
     its inputs or weights warm in cache from the previous call; the flush itself is not timed.
@@ -186,61 +187,6 @@ def do_nothing(*_args) -> None:
     return None
 
 
-def capture_graph(call: Callable[[], object], repeats: int = 1, between: Callable[[], None] = do_nothing,
-                  warmup: int = 2) -> Callable[[], object]:
-    """A call that replays a CUDA graph of `repeats` calls of `call`, with between() before each call
-    but the first, and returns the last call's output.
-
-    A replay costs one launch however many kernels the calls run, so short multi-kernel calls are timed
-    without the host's launch overhead, and repeats spread the timer's own overhead over many calls.
-    Raises when `call` cannot be captured (it synchronises, say).
-    """
-    import torch
-
-    # Warm-up runs outside the capture: lazy initialisation and algorithm choice must not be captured.
-    warmup_stream = torch.cuda.Stream()
-    warmup_stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(warmup_stream):
-        for _ in range(warmup):
-            call()
-    torch.cuda.current_stream().wait_stream(warmup_stream)
-    graph = torch.cuda.CUDAGraph()
-    current_stream = torch.cuda.current_stream()
-    try:
-        with torch.cuda.graph(graph):
-            for index in range(repeats):
-                if index:
-                    between()
-                output = call()
-    except BaseException:
-        # When ending the capture fails, torch.cuda.graph leaves its capture stream current: later
-        # torch ops would then race kernels that launch on the default stream.
-        torch.cuda.set_stream(current_stream)
-        try:
-            _end_generator_capture()
-        except Exception:
-            pass  # the device itself failed (a lost context): the capture's own error says more
-        raise
-
-    def replay():
-        graph.replay()
-        return output
-    return replay
-
-
-def _end_generator_capture() -> None:
-    """A capture that fails to end leaves the default CUDA generator in capture mode (torch ends it only when
-    a capture ends cleanly), and every later random op on the device fails ("Offset increment outside graph
-    capture"). One capture that ends cleanly takes it out of that mode."""
-    import torch
-
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        torch.zeros(1, device="cuda").add_(1)
-    del graph
-
-
 @dataclass(frozen=True)
 class Side:
     """One side of a timing comparison: the timed call and untimed work around it."""
@@ -248,7 +194,7 @@ class Side:
     call: Callable[[], object]                           # timed
     prepare: Callable[[], None] = do_nothing               # before each call (e.g. load the next inputs)
     inspect: Callable[[object], None] = do_nothing         # after each call, given its output
-    timer: object = None                                   # its own Timer (timed_sides.RemoteTimer), else the loop's
+    timer: object = None                                   # its own Timer (timed_sides.BatchTimer), else the loop's
 
 
 @dataclass(frozen=True)

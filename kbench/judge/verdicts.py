@@ -1,46 +1,14 @@
 """The judge's verdict rules in one place: how an official verdict, a sweep and the flags make the recorded
-outcome, what a lost sweep configuration does, and the timing rules that reject. Torch-free: the parent
+outcome, what a lost sweep configuration does, and the timing rules. Torch-free: the parent
 applies the same rules to a judge that died mid-sweep (runner.lost_worker_outcome)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from kbench import flags, stats
 from kbench.results import Outcome, Status, SweepResult, Timing
-
-# The runner's time for the candidate's call, beside the judge's wall time around the same call: the wall
-# time exceeds the runner's time by the protocol's own cost (the reference's, timed the same way in the same
-# rounds). Both sides' gaps are read twice, and the reading that says more counts:
-# - At a low quantile (GAP_QUANTILE): a busy host only ever adds to a call's gap, while work hidden in every call
-#   raises even its smallest gaps. Beyond the noting margin (the largest of UNCLOCKED_MIN_MS, or
-#   UNCLOCKED_MIN_MS_CPU on a CPU device; UNCLOCKED_FRACTION of the candidate's time;
-#   UNCLOCKED_PROTOCOL_FRACTION of the protocol's cost; twice the reference's own spread below its median) it is
-#   the noting flag `unclocked_time`: the speedup is kept out of trusted figures. Honest kernels were seen up to
-#   0.47 ms and 1.8x their own time past the protocol's gap on an H200 (docs/benchmarks.md), so this alone
-#   cannot reject. Beyond the rejecting margin (REJECT_MIN_MS, and REJECT_FRACTION of the candidate's time) it is
-#   `timing_mismatch`: work hidden outside the timer (after the clock stopped, on another stream, in a lazy
-#   output), or a timer that lies; hidden work below it gains at most that margin. That margin does not grow with
-#   the reference's spread (the noting margin stops at it): on a busy host that spread reaches milliseconds, and a
-#   cheat's hidden work would fit in it.
-# - At the median: the recorded time is the median of the runner's, which work hidden in over half the calls
-#   moves while the low quantile does not. A busy host moves medians too (an honest fused op on a loaded 2-core
-#   host was 1.2-1.5 ms past the reference's median gap), so here both margins also cover twice the reference's
-#   spread above its median (up to HIGH_GAP_QUANTILE): on a busy host a timer that lies in most calls but not all
-#   gains at most that.
-# The noting margin is also the judge's resolution: a gain over the reference smaller than it is not confirmed
-# (`unverified_time`, noting).
-UNCLOCKED_MIN_MS = 0.1
-UNCLOCKED_MIN_MS_CPU = 0.5
-UNCLOCKED_FRACTION = 0.10
-UNCLOCKED_PROTOCOL_FRACTION = 0.10
-REJECT_MIN_MS = 1.0
-REJECT_FRACTION = 2.0
-GAP_QUANTILE = 0.2
-HIGH_GAP_QUANTILE = 0.8
-# A time the runner claims longer than the judge's wall time around it, by more than this, is impossible.
-CLAIM_SLACK_MS = 0.02
 
 
 def final_outcome(official: Outcome, sweep: SweepResult | None, strict: bool) -> Outcome:
@@ -65,80 +33,46 @@ def sweep_lost(official: Outcome, progress, what: str, strict: bool) -> Outcome:
     return final_outcome(official, sweep, strict)
 
 
-@dataclass(frozen=True)
-class ClockBound:
-    """How far the judge's clock bounds the candidate's times (milliseconds per call)."""
-
-    timed: float        # the candidate's median, by its runner's timer
-    protocol: float     # the protocol's own cost: the reference's gap between the judge's clock and its timer
-    unclocked: float    # what the judge saw of the candidate's calls beyond its timer and the protocol
-    noting: float       # unclocked time below this is noise (the judge's resolution)
-    rejecting: float    # unclocked time beyond this is work hidden from the timer, or a lie
-    level: str          # where both sides' gaps were read for `protocol` and `unclocked` ("median", ...)
-
-    @property
-    def severity(self) -> int:
-        """2: beyond the rejecting margin, 1: beyond the noting margin, 0: within it."""
-        return 2 if self.unclocked > self.rejecting else 1 if self.unclocked > self.noting else 0
-
-    def describe(self) -> str:
-        return (f"candidate {self.timed:.4g} ms by its timer, {self.unclocked:.4g} ms unclocked beyond the "
-                f"protocol's {self.protocol:.4g} ms (gaps at their {self.level}; noted from {self.noting:.4g} ms, "
-                f"rejected from {self.rejecting:.4g} ms)")
+# A gain over the reference no larger than the judge's clock's resolution per call (timed_sides.BatchPlan), where
+# that resolution is coarser than this share of the candidate's time, is not confirmed. The batches are sized so
+# that it is not coarser (1% of a call, or 1 us): only calls under 0.1 ms, or batches the ring's memory or the time
+# budget kept short, meet this...
+UNVERIFIED_SHARE = 0.01
+# ...and a gain below this share of the reference's time claims nothing worth confirming (the timing's own noise).
+UNVERIFIED_MIN_GAIN = 0.02
 
 
-def clock_bound(candidate_ms: list[float], candidate_wall_ms: list[float], reference_ms: list[float],
-                reference_wall_ms: list[float], floor_ms: float = UNCLOCKED_MIN_MS) -> ClockBound:
-    """The judge's bound on the candidate's times, read at the gaps' low quantile and at their median: whichever
-    says more. The protocol's own cost is what the judge saw beyond the reference's timer, timed in the same
-    rounds under the same protocol."""
-    gaps = [wall - ms for ms, wall in zip(reference_ms, reference_wall_ms)] or [0.0]
-    candidate_gaps = [wall - ms for ms, wall in zip(candidate_ms, candidate_wall_ms)] or [0.0]
-    protocol, protocol_median = quantile(gaps, GAP_QUANTILE), stats.median(gaps)
-    timed = stats.median(candidate_ms)
-    below = max(floor_ms, UNCLOCKED_FRACTION * timed, UNCLOCKED_PROTOCOL_FRACTION * protocol,
-                2 * (protocol_median - protocol))
-    rejecting = max(REJECT_MIN_MS, REJECT_FRACTION * timed)
-    low = ClockBound(timed, protocol, quantile(candidate_gaps, GAP_QUANTILE) - protocol, min(rejecting, below),
-                     rejecting, f"{GAP_QUANTILE:.0%} quantile")
-    around = max(below, 2 * (quantile(gaps, HIGH_GAP_QUANTILE) - protocol_median))
-    middle = ClockBound(timed, protocol_median, stats.median(candidate_gaps) - protocol_median, around,
-                        max(rejecting, around), "median")
-    return max((low, middle), key=lambda bound: (bound.severity, bound.unclocked))
-
-
-def unclocked_time(candidate_ms: list[float], candidate_wall_ms: list[float],
-                   bound: ClockBound) -> tuple[str, str] | None:
-    """(flag, why) when the runner's times for the candidate's calls do not agree with the judge's clock (`bound`:
-    clock_bound of the same samples): flags.TIMING_MISMATCH (rejecting) or flags.UNCLOCKED_TIME (noting); None
-    when they agree."""
-    if not candidate_ms:
+def unverified_gain(resolution_ms: float, reference_ms: float, candidate_ms: float) -> tuple[str, str] | None:
+    """(flags.UNVERIFIED_TIME, why) when the candidate is faster than the reference by more than UNVERIFIED_MIN_GAIN
+    but by no more than the judge's clock resolves per call, and that resolution is coarser than UNVERIFIED_SHARE of
+    its time: a runner's own handling of a batch could shift its time by as much, so the gain is not confirmed (kept
+    out of trusted figures)."""
+    gain = reference_ms - candidate_ms
+    if gain <= UNVERIFIED_MIN_GAIN * reference_ms or gain > resolution_ms \
+            or resolution_ms <= UNVERIFIED_SHARE * candidate_ms:
         return None
-    impossible = [(ms, wall) for ms, wall in zip(candidate_ms, candidate_wall_ms) if ms > wall + CLAIM_SLACK_MS]
-    if impossible:
-        ms, wall = impossible[0]
-        return flags.TIMING_MISMATCH, f"the runner claimed {ms:.3g} ms for a call the judge saw take {wall:.3g} ms"
-    why = (f"the judge saw each call take {bound.unclocked:.3g} ms more than the {bound.timed:.3g} ms the "
-           f"candidate's timer reported, beyond the protocol's own {bound.protocol:.3g} ms, gaps read at their "
-           f"{bound.level}")
-    if bound.unclocked > bound.rejecting:
-        return flags.TIMING_MISMATCH, (f"work outside the candidate's timer: {why} "
-                                       f"(rejected from {bound.rejecting:.3g} ms)")
-    if bound.unclocked > bound.noting:
-        return flags.UNCLOCKED_TIME, f"time outside the candidate's timer: {why} (noted from {bound.noting:.3g} ms)"
-    return None
+    return flags.UNVERIFIED_TIME, (f"faster ({candidate_ms:.3g} ms against the reference's {reference_ms:.3g} ms) by "
+                                   f"no more than the judge's clock resolves per call ({resolution_ms:.3g} ms): "
+                                   f"the gain is not confirmed")
 
 
-def unverified_gain(bound: ClockBound, reference_median_ms: float) -> tuple[str, str] | None:
-    """(flags.UNVERIFIED_TIME, why) when the candidate is faster than the reference by its timer, but not by
-    more than the judge's resolution: work that much longer, hidden from the timer, would go unseen, so the
-    gain is not confirmed (kept out of trusted figures). Short kernels meet this; so does a timer that lies
-    by less than the resolution."""
-    if bound.timed >= reference_median_ms or bound.timed + bound.noting < reference_median_ms:
+# On a CPU: one side's runner got less than this share of the CPU time the other's got per second of its batches
+# (another process's load hit one side and not the other)...
+UNEVEN_SHARE = 0.7
+# ...read only once each side's batches took this long (the kernel counts CPU time in ticks of 10 ms).
+UNEVEN_MIN_S = 0.1
+
+
+def uneven_load(load: dict[str, tuple[float, float]]) -> tuple[str, str] | None:
+    """(flags.NOISY_TIMING, why) when, by `load` ({side: (CPU seconds its runner used in its batches, their wall
+    seconds)}), one side's runner was on a CPU markedly less of its batches' time than the other's; None otherwise."""
+    shares = {side: cpu_s / wall_s for side, (cpu_s, wall_s) in load.items() if wall_s >= UNEVEN_MIN_S}
+    if len(shares) < 2 or min(shares.values()) >= UNEVEN_SHARE * max(shares.values()):
         return None
-    return flags.UNVERIFIED_TIME, (f"faster by its timer ({bound.timed:.3g} ms against the reference's "
-                                   f"{reference_median_ms:.3g} ms), but within the judge's clock's resolution "
-                                   f"({bound.noting:.3g} ms): the gain is not confirmed")
+    low = min(shares, key=shares.get)
+    return flags.NOISY_TIMING, (f"the {low}'s runner was on a CPU {shares[low]:.0%} of its batches' time, the other "
+                                f"side's {max(shares.values()):.0%}: load on the machine hit one side and not the "
+                                f"other; re-run on a quiet one before trusting the speedup")
 
 
 # Either side's interquartile range beyond this share of its median: the machine was too busy for the speedup
@@ -157,12 +91,6 @@ def noisy_timing(reference_ms: list[float], candidate_ms: list[float]) -> tuple[
         return None
     return flags.NOISY_TIMING, (f"the {side}'s times spread by {spread:.0%} of their median (interquartile range): "
                                 "a busy machine; re-run on a quiet one before trusting the speedup")
-
-
-def quantile(values: list[float], level: float) -> float:
-    """The value `level` of the way up the sorted values (no interpolation: one of them)."""
-    ordered = sorted(values)
-    return ordered[int(level * (len(ordered) - 1))]
 
 
 def slowed_reference_message(alone: Timing, during: Timing) -> str | None:

@@ -19,11 +19,11 @@ it checks).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import socket
 import sys
 import tempfile
-import time
 import traceback
 from pathlib import Path
 
@@ -47,6 +47,7 @@ def main(argv: list[str]) -> int:
         # As the judge does (worker.single_threaded); and a fork of a process whose OpenMP threads ran would
         # hang in its first parallel op.
         torch.set_num_threads(1)
+        _fixed_malloc_thresholds()
     runner = Runner(device, commands, replies, build_only)
     if protected:  # the reference's runner: no candidate code runs in it, nor may reach it
         limits.protect()
@@ -71,6 +72,24 @@ def main(argv: list[str]) -> int:
             reply = {"failure": {"status": "runtime_error", "message": one_line(error)}}
         _flush()
         wire.send(replies, reply)
+
+
+# glibc's malloc moves its mmap threshold up to the size of each mmapped block freed, so whether a call's large
+# temporaries come fresh from the kernel (faulted in and zeroed, every call) or are reused from the heap depends on
+# what the process freed before: the same model cost one runner markedly more CPU time than the other, for a whole
+# evaluation. Fixed thresholds (setting them turns the adjustment off) make both runners allocate alike.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD_BYTES = 32 << 20   # glibc's largest (on 64-bit): blocks up to it are reused from the heap
+TRIM_THRESHOLD_BYTES = 256 << 20
+
+
+def _fixed_malloc_thresholds() -> None:
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _import_ahead(for_build: bool) -> None:
@@ -113,6 +132,7 @@ class Runner:
         self.solution = None
         self.instances: dict[str, object] = {}
         self.pending = None         # outputs waiting for bigger arenas
+        self.ring: tuple[list, list] = ([], [])  # the timing loop's input sets and output slots (_ring)
 
     def handle(self, message: dict) -> dict:
         arenas = message.get("arenas", [])
@@ -136,6 +156,10 @@ class Runner:
             return self._call(message)
         if op == "deliver":
             return self._deliver(message["outputs"])
+        if op == "ring":
+            return self._ring(message)
+        if op == "batch":
+            return self._batch(message)
         if op == "release":
             return self._release()
         return {"failure": {"status": "runtime_error", "message": f"unknown command {op!r}"}}
@@ -261,9 +285,7 @@ class Runner:
 
     def _called(self, model, arguments: list, mode: str, reply: dict, outputs: list[str]) -> dict:
         try:
-            if mode == "timed":
-                output, reply["timed_ms"] = self._timed(model, arguments)
-            elif mode == "ops":
+            if mode == "ops":
                 returned: list = []
                 reply["ops"] = sorted(record_ops(lambda: returned.append(model(*arguments))))
                 output = returned[0]
@@ -283,24 +305,56 @@ class Runner:
         self.pending = (items, reply)
         return self._deliver(outputs)
 
-    def _timed(self, model, arguments):
-        if self.device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            _spin(HEAD_START_CYCLES)
-            start.record()
-            output = model(*arguments)
-            end.record()
-            torch.cuda.synchronize()
-            return output, start.elapsed_time(end)
-        started = time.perf_counter()
-        output = model(*arguments)
-        return output, (time.perf_counter() - started) * 1e3
+    # --- batches: the timing loop's calls ---------------------------------------------------------------
+
+    def _ring(self, message: dict) -> dict:
+        """The timing loop's ring, untimed: K input sets in the judge's arenas and, per output, an arena of K slots
+        of `stride` bytes each. Each batch calls the model on them; the judge rewrites their contents in place."""
+        calls = [[self._argument(item) for item in arguments] for arguments in message["calls"]]
+        slots = [(self.arenas.buffers[item["arena"]], int(item["stride"])) for item in message["outputs"]]
+        self.ring = (calls, slots)
+        return {"ok": True}
+
+    def _batch(self, message: dict) -> dict:
+        """`count` calls, call i on the ring's input set i, its outputs copied into slot i of the output arenas; then
+        the device is synchronised and the reply sent. The judge's clock runs from its request until it holds its
+        own copy of the slots (kbench/judge/remote.py); this process times nothing. The work per call beside the
+        model's is kept small (the slots' views are made once per batch): on a GPU it overlaps the calls' kernels."""
+        model = self.instances[message["instance"]]
+        count = int(message["count"])
+        calls, slots = self.ring
+        if count > len(calls):
+            return {"failure": {"status": "runtime_error", "message": f"a batch of {count} on a ring of {len(calls)}"}}
+        reply: dict = {"sequence": False, "outputs": [], "aliases_input": []}
+        try:
+            with _precision(message.get("precision")):
+                for index, arguments in enumerate(calls[:count]):
+                    _advance_versions(arguments)  # the judge wrote new contents, as a write would advance them
+                    items, sequence = _as_items(model(*arguments))
+                    if index == 0:
+                        layout = _layout(items, sequence)
+                        reply.update(sequence=sequence, outputs=[_describe(item) for item in items],
+                                     aliases_input=aliasing(items, arguments))
+                        targets, failure = _slot_rings(items, slots, len(calls))
+                        if failure:
+                            return {"failure": {"status": "runtime_error", "message": failure}}
+                    elif _layout(items, sequence) != layout:
+                        return {"failure": {"status": "runtime_error",
+                                            "message": f"call {index} of a batch returned outputs unlike call 0's"}}
+                    for target, item in zip(targets, (item for item in items if _is_plain(item))):
+                        target[index].copy_(item.detach())
+            synchronize(self.device)
+        except Exception as error:
+            traceback.print_exc()
+            return {"failure": {"status": "runtime_error", "message": one_line(error)}}
+        return reply
 
     def _release(self) -> dict:
         """Let go of every arena (the judge frees them once no process maps them) and of the memory this process
         keeps cached: between the reference's time alone and the timing loop, the judge needs the room."""
         self.arenas.buffers.clear()
         self.views.clear()
+        self.ring = ([], [])
         self.pending = None
         synchronize(self.device)
         release_cached_memory(self.device)
@@ -319,15 +373,6 @@ class Runner:
         synchronize(self.device)
         self.pending = None
         return reply
-
-
-# A timed call starts on a device this runner keeps busy a little longer, about 0.1 ms at 2 GHz (a spin kernel before
-# the start event), so that the call's first kernels are queued by the time the start event is reached: the judge
-# flushed L2 and synchronised in its own process, and from an idle stream the events would also time the runner's
-# launch of the first kernel. Both sides get it alike; it stands for what the L2 flush in the timed stream gave
-# before the split, and the cache clear gives Triton's do_bench (docs/timing.md).
-HEAD_START_CYCLES = 200_000
-_spin = getattr(torch.cuda, "_sleep", lambda cycles: None)  # a private function of torch's: none, no head start
 
 
 @contextlib.contextmanager
@@ -350,6 +395,38 @@ def _as_items(output) -> tuple[list, bool]:
     if isinstance(output, (tuple, list)):
         return list(output), True
     return [output], False
+
+
+def _advance_versions(arguments: list) -> None:
+    tensors = tuple(item for item in arguments if isinstance(item, torch.Tensor))
+    if tensors:
+        torch._C._autograd._unsafe_set_version_counter(tensors, tuple(tensor._version + 1 for tensor in tensors))
+
+
+def _layout(items: list, sequence: bool) -> tuple:
+    return sequence, tuple((type(item), item.dtype, item.shape, item.device) if isinstance(item, torch.Tensor)
+                           else type(item) for item in items)
+
+
+def _slot_rings(items: list, slots: list, count: int) -> tuple[list, str]:
+    """Per plain tensor output: its arena's `count` slots seen as one [count, *shape] tensor of its dtype; or what
+    does not fit."""
+    plain = [item for item in items if _is_plain(item)]
+    if len(plain) > len(slots):
+        return [], f"{len(plain)} outputs, the ring has slots for {len(slots)}"
+    rings = []
+    for number, (item, (buffer, stride)) in enumerate(zip(plain, slots)):
+        size = nbytes(item.dtype, item.shape)
+        if size > stride:
+            return [], f"output {number} needs {size} bytes, its slots hold {stride} (the reference's output)"
+        if not size:
+            rings.append(torch.empty((count, *item.shape), dtype=item.dtype, device=buffer.device))
+            continue
+        element = item.element_size()
+        inner = torch.empty(tuple(item.shape), dtype=item.dtype, device="meta").stride()
+        rings.append(buffer[:count * stride].view(item.dtype).as_strided((count, *item.shape),
+                                                                        (stride // element, *inner)))
+    return rings, ""
 
 
 def _is_plain(item) -> bool:

@@ -163,7 +163,6 @@ class CallReply:
 
     outputs: tuple[OutputMeta, ...] = ()
     sequence: bool = False     # a tuple or list of tensors (else one tensor)
-    timed_ms: float | None = None   # its own clock around the call (events on a GPU)
     aliases_input: tuple[int, ...] = ()  # outputs whose storage overlaps an input's
     ops: tuple[str, ...] = ()  # aten ops the call dispatched (when asked)
     library_only: str | None = None  # kernel attribution's finding (when asked)
@@ -174,11 +173,8 @@ class CallReply:
         outputs = data.get("outputs", [])
         if not isinstance(outputs, list) or len(outputs) > 64:
             raise ProtocolError("outputs that are not a short list")
-        timed = data.get("timed_ms")
-        if timed is not None and not (isinstance(timed, (int, float)) and timed == timed and timed >= 0):
-            raise ProtocolError(f"a time that is not a non-negative number: {timed!r}")
         return cls(outputs=tuple(OutputMeta.from_wire(item) for item in outputs),
-                   sequence=bool(data.get("sequence")), timed_ms=None if timed is None else float(timed),
+                   sequence=bool(data.get("sequence")),
                    aliases_input=tuple(_ints(data.get("aliases_input", []))),
                    ops=tuple(_text(op) for op in _list(data.get("ops", []))),
                    library_only=None if data.get("library_only") is None else _text(data["library_only"][:200]),
