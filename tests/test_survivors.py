@@ -137,9 +137,6 @@ class ModelNew(nn.Module):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="measure._sample turns the reference's RunnerDied into the candidate's "
-                   "runtime_error ('failed while timing: RunnerDied'); it must let RunnerDied through to "
-                   "evaluation._decided, as it lets Stop through")
 def test_the_reference_s_runner_dying_after_the_candidate_ran_is_an_infrastructure_error(config, tmp_path):
     """The reference's runner is killed in the timing phase, after the candidate's module ran."""
     marker = f"/dev/shm/kbench-survivor-{uuid.uuid4().hex}"

@@ -14,6 +14,7 @@ from kbench.judge import guards, timing, verdicts
 from kbench.judge.fresh import FreshRounds
 from kbench.schedule.job import one_line
 from kbench.judge.progress import Context, Stop
+from kbench.judge.remote_process import RunnerDied
 from kbench.results import ClockRecord, Status, Timing
 from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, empty_ms,
                                       output_sizes, plan_batches)
@@ -51,7 +52,7 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
             else None
         sides = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, compiled)
         samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == 1 else 1)
-    except Stop:
+    except (Stop, RunnerDied):  # a runner's death is placed by evaluation._decided (whose, and in which phase)
         raise
     except Exception as error:
         raise Stop(Status.RUNTIME_ERROR, f"failed while timing: {one_line(error)}")
@@ -94,7 +95,7 @@ def time_alone(timed_reference, make_inputs, context: Context) -> Timing:
         rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
                                budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
         samples, = timing.sample_interleaved([side], timing.HostTimer(), rule)
-    except Stop:
+    except (Stop, RunnerDied):  # a runner's death is placed by evaluation._decided (whose, and in which phase)
         raise
     except Exception as error:
         raise Stop(Status.REFERENCE_ERROR, f"reference failed while timed alone: {one_line(error)}")
