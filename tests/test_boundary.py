@@ -120,7 +120,8 @@ def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_m
         assert "other-extensions:denied" in result.message, result.message  # what other candidates load
         assert "own-extensions:denied" in result.message, result.message  # an evaluation writes no build cache
         assert "precompiled-headers:denied" in result.message, result.message  # what every later compile loads
-        assert "exchange-folders:1-of-2-writable" in result.message, result.message  # its own, not the reference's
+        # its own exchange folder, not the reference's: where reads are confined it cannot even list where they are
+        assert "exchange-folders:unlisted" in result.message, result.message
         assert "kernel-settings:denied" in result.message, result.message
         assert "thread-name:writable" in result.message, result.message  # what CUDA's driver needs at cuInit
 
