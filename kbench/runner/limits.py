@@ -1,12 +1,18 @@
 """What a runner may do, narrowed before it imports the candidate.
 
 - Its own session and process group (the judge starts it so) and death with the judge (die_with_parent).
-- Landlock, where the kernel offers it and the `landlock` package is installed: files may be written only
-  under the folders the judge names (its scratch folder, the exchange folder, /dev for the GPU's device files;
-  a build's runner also its solution's own extension folder) and its own /proc/PID (CUDA's driver names its
-  threads there); reading stays open (the candidate reads the problem, torch and its built extensions).
-- No signals to processes outside its own (Landlock's signal scope, ABI 6 and later): it cannot stop the
-  reference's runner while the reference is timed, nor signal the judge.
+- Landlock, where the kernel offers it, in one layer (Access; `confine`): files may be written only under the
+  folders the judge names (its scratch folder, the exchange folder; a build's runner also its solution's own
+  extension folder), its own /proc/PID (CUDA's driver names its threads there), the device files (the GPU's,
+  /dev/null and the like, not all of /dev) and /dev/shm (anything where it is the judge's own, `private_shm`: a
+  tmpfs of the judge's mount namespace that goes with the judge and its runners; else only files already there
+  opened, on a CPU). Files may move between its own folders (REFER: Triton's and Inductor's caches rename).
+  Reads are confined too (switch: KBENCH_RUNNER_READS=open): the system's files, Python's, the packages imported
+  so far, the CUDA toolkit, /sys, /proc but other processes' folders, its own folders, and its inputs folder,
+  where the judge lends it the job's problem and solution files and its solution's builds; not the folders they
+  came from (other solutions, results), not the build cache, not the judge's worker folder.
+- No signals to processes outside its own (Landlock's signal scope, ABI 6 and later, in the same layer): it cannot
+  stop the reference's runner while the reference is timed, nor signal the judge.
 - No clone3 (a seccomp filter answers ENOSYS): its CLONE_INTO_CGROUP would start a child outside the
   runner's cgroup, which the judge freezes while the reference is timed (kbench/freezer.py).
 - No new privileges; as root, no network (a fresh network namespace) and no capabilities, so it cannot

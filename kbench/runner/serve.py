@@ -6,7 +6,7 @@ reference's (`protected`), which builds only the problem's own Model (the "stand
 solution and warms up (the CUDA context) at once. The candidate's runner confines itself (limits.py) while it is
 its only thread, before anything starts a thread: confinement reaches only the thread that asks for it and the
 threads it starts later, and a candidate can run code on any thread of its process. An evaluation's runner does
-it at its start, to its own folders (scratch, exchange, /dev: whatever its job, no build cache), and then warms up
+it at its start, to its own folders (scratch, exchange, inputs: whatever its job, no build cache), and then warms up
 (the CUDA context, the op recording) before its job comes; it loads the candidate's extensions from the build
 cache as the build phase left them, without writing there. A build's runner, which needs no CUDA context, confines
 itself when its job comes, to its folders and the solution's own extension folder. Then it does what the judge asks:
