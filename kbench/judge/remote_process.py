@@ -31,7 +31,8 @@ from kbench.freezer import Freezer
 from kbench.processes import WORK_VARIABLE, children_of, kill_session, signal_name, stat_fields
 from kbench.runner import wire
 from kbench.runner.arenas import JudgeArenas
-from kbench.runner.limits import OWN_FOLDERS_VARIABLE, READABLE_VARIABLE, SHM_VARIABLE, is_subreaper, private_shm
+from kbench.runner.limits import (OWN_FOLDERS_VARIABLE, READABLE_VARIABLE, READS_VARIABLE, SHM_VARIABLE, is_subreaper,
+                                  private_shm)
 
 
 class RunnerDied(Exception):
@@ -105,7 +106,8 @@ class RunnerProcess:
         environment = runner_environment(dict(os.environ), self.scratch, {
             "PYTHONPATH": os.pathsep.join(filter(None, [str(self.inputs / "python"), os.environ.get("PYTHONPATH")])),
             OWN_FOLDERS_VARIABLE: os.pathsep.join(map(str, self.own_folders())), READABLE_VARIABLE: str(self.inputs),
-            SHM_VARIABLE: "private" if private_shm else "shared", **PROFILER_TEARDOWN})
+            SHM_VARIABLE: "private" if private_shm else "shared",
+            READS_VARIABLE: os.environ.get(READS_VARIABLE) or "confined", **PROFILER_TEARDOWN})
         arguments = [str(commands_read), str(replies_write), device] + (["protected"] if protected else []) + (
             ["build"] if build_only else [])
         # A fresh interpreter where a fork could not use CUDA, or could inherit a lock held for good: a fork copies
