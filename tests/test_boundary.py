@@ -205,7 +205,9 @@ def runner():
 
 
 def stand_in(runner, problem):
-    return begin_stand_in(runner, str(problem), "strict-fp32", [], 0, {})()
+    """The problem's Model in `runner`, which reads the problem where the judge lends it (a confined runner reads
+    no other folder of the judge's)."""
+    return begin_stand_in(runner, str(runner.lend(problem, "problem")), "strict-fp32", [], 0, {})()
 
 
 def test_outputs_come_back_as_the_judge_s_own_tensors(runner):

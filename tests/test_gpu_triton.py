@@ -37,3 +37,18 @@ def test_triton_candidates_run_in_the_confined_runner_and_are_judged_on_their_ou
     result = evaluate(SCALED_ADD, GPU / solution, config)
     assert result.status == status, (result.status, result.message)
     assert not set(result.flags) & set(flags.REJECTING), (result.flags, result.message)
+
+
+def test_a_gpu_evaluation_leaves_nothing_in_the_machine_s_dev_shm(config):
+    """CUDA's driver makes cuda.shm.* files in /dev/shm (the judge's and its runners', for CUDA IPC), and a killed
+    runner never removes its own: as root they are made in the judge's own /dev/shm, which goes with it."""
+    from pathlib import Path
+
+    from kbench.runner import limits
+    if not limits.private_shm_possible():
+        pytest.skip("a judge here keeps the machine's /dev/shm (not root, CUDA MPS, or KBENCH_RUNNER_SHM=shared)")
+    before = set(Path("/dev/shm").iterdir())
+    result = evaluate(SCALED_ADD, GPU / "triton_plain.py", config)
+    assert result.status == Status.CORRECT, (result.status, result.message)
+    left = [path.name for path in set(Path("/dev/shm").iterdir()) - before]
+    assert not left, left
