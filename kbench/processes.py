@@ -111,8 +111,9 @@ def _living(matches: Callable[[list[str]], bool], zombies: bool = False) -> list
 
 
 def open_log(path: str) -> int:
-    """A job's log, opened for appending (made if missing): the judge and its runners write it."""
-    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    """A job's log, opened for appending (made if missing): the judge and its runners write it. Readable too: a
+    confined runner may not open the log by its path, and reads what its builds wrote through this descriptor."""
+    return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
 
 
 def output_to(descriptor: int) -> None:

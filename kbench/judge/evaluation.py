@@ -268,10 +268,15 @@ def _send_job(job: Job, context: Context) -> Callable[[], None]:
     else:
         copy_new_entries(triton, triton_cache)
         context.triton_caches = (triton_cache, triton)
-    environment = compiler_wrappers(compilers_root(config.cache_dir), headers_root(config.cache_dir))
+    compilers, headers = compilers_root(config.cache_dir), headers_root(config.cache_dir)
     writable = [*runner.own_folders(), extensions] if job.build_only else []
+    readable = [compilers, headers] if job.build_only else []
+    if not job.build_only:  # confined before the job came, it reads no build cache: its wrappers are in its inputs
+        compilers, headers = runner.inputs / "compilers", runner.inputs / "no-precompiled-headers"
+    environment = compiler_wrappers(compilers, headers)
     runner.send({"op": "job", "environment": environment, "triton_cache": str(triton_cache),
-                 "log": bool(job.log_path), "writable": [str(folder) for folder in writable]})
+                 "log": bool(job.log_path), "writable": [str(folder) for folder in writable],
+                 "readable": [str(folder) for folder in readable]})
     if job.log_path:
         log = open_log(job.log_path)
         try:
@@ -303,8 +308,11 @@ def _import_solution(job: Job, context: Context) -> None:
     progress.enter("loading solution")
     context.confined()
     runner = context.runner
-    message = {"op": "load", "problem": job.problem_path, "solution": job.solution_path,
-               "policy": context.config.policy, "extensions": str(context.build_folder), "log_path": job.log_path}
+    # The job's files as the runner may read them (lent to its inputs folder), not the folders they are in.
+    extensions = context.build_folder if job.build_only else runner.lend_builds(context.build_folder)
+    message = {"op": "load", "problem": str(runner.lend(job.problem_path, "problem")),
+               "solution": str(runner.lend(job.solution_path, "solution")), "policy": context.config.policy,
+               "extensions": str(extensions), "log_path": job.log_path}
 
     def building(update: wire.Progress) -> None:
         progress.update(building=update.building, build_since=update.since)

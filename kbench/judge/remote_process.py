@@ -25,11 +25,15 @@ from pathlib import Path
 
 import torch
 
+import kbench
+from kbench.extensions.cache import BUILT_MODULE, FAILED_BUILD_LOG
+from kbench.extensions.slots import SLOTS_VARIABLE
 from kbench.freezer import Freezer
 from kbench.processes import WORK_VARIABLE, children_of, kill_session, signal_name, stat_fields
 from kbench.runner import wire
 from kbench.runner.arenas import JudgeArenas
-from kbench.runner.limits import OWN_FOLDERS_VARIABLE, is_subreaper
+from kbench.runner.limits import (OWN_FOLDERS_VARIABLE, READABLE_VARIABLE, READS_VARIABLE, SHM_VARIABLE, is_subreaper,
+                                  private_shm)
 
 
 class RunnerDied(Exception):
@@ -56,6 +60,26 @@ def describe_exit(returncode: int | None) -> str:
 # (its warm-up, library_only) where the reference's does not.
 PROFILER_TEARDOWN = {"TEARDOWN_CUPTI": "1"}
 
+# What a runner's environment keeps of the judge's: the toolchain's, the libraries' and the GPU's settings, by name
+# or by prefix. Nothing else: not the judge's own variables (KBENCH_*: its folders, its parent, its cache), nor
+# whatever else the user who started kbench keeps in theirs.
+_KEPT_VARIABLES = frozenset({
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS", "CC", "CXX", "CUDAHOSTCXX", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS",
+    "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "MAX_JOBS", SLOTS_VARIABLE})
+_KEPT_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TORCH_", "TORCHINDUCTOR_", "TRITON_", "PYTORCH_", "OMP_", "MKL_", "KMP_",
+                  "OPENBLAS_", "CUBLAS_", "CUDNN_")
+
+
+def runner_environment(judge: dict[str, str], scratch: Path, settings: dict[str, str]) -> dict[str, str]:
+    """A runner's environment: what it keeps of the judge's `judge`, its home, temporary and cache folders in its
+    scratch folder (so Triton's ~/.triton, Inductor's and the compilers' temporary files are its own), and the
+    judge's `settings` for it."""
+    kept = {name: value for name, value in judge.items() if name in _KEPT_VARIABLES or name.startswith(_KEPT_PREFIXES)}
+    return {**kept, "HOME": str(scratch), "TMPDIR": str(scratch), "XDG_CACHE_HOME": str(scratch / ".cache"),
+            "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor"), **settings}
+
+
 # The judge's runners not yet stopped: a runner's stop() kills what the judge (a subreaper) inherited, but not these.
 _LIVE: set[int] = set()
 
@@ -65,16 +89,25 @@ class RunnerProcess:
     `protected`: the reference's runner, which the candidate's must not be able to trace (limits.protect).
     `build_only`: it will only import the candidate (building its extensions), and creates no CUDA context."""
 
-    def __init__(self, device: str, protected: bool = False, build_only: bool = False):
+    def __init__(self, device: str, protected: bool = False, build_only: bool = False, private_shm: bool = False):
         self.device = torch.device(device)
-        # In the worker's own folder (schedule/pool.py removes it when the worker ends, however it ends).
+        # In the worker's own folder (schedule/pool.py removes it when the worker ends, however it ends); not in
+        # /dev/shm, which outlives an evaluation where it is not the judge's own (limits.private_shm).
         base = os.environ.get(WORK_VARIABLE) or None
         self.scratch = Path(tempfile.mkdtemp(prefix="kbench-scratch-", dir=base))
+        self.inputs = Path(tempfile.mkdtemp(prefix="kbench-inputs-", dir=base))
+        (self.inputs / "python").mkdir()
+        # kbench's package, where a Python the runner starts (a compiler wrapper's) finds it: reads of the folder it was
+        # found through (a checkout holding solutions and results) are not the runner's.
+        (self.inputs / "python" / "kbench").symlink_to(Path(kbench.__file__).resolve().parent)
         judge_end, runner_end = socket.socketpair()
         self.commands, commands_read = judge_end.detach(), runner_end.detach()
         self.replies, replies_write = os.pipe()
-        environment = {"TMPDIR": str(self.scratch), "TORCHINDUCTOR_CACHE_DIR": str(self.scratch / "inductor"),
-                       OWN_FOLDERS_VARIABLE: os.pathsep.join(map(str, self.own_folders())), **PROFILER_TEARDOWN}
+        environment = runner_environment(dict(os.environ), self.scratch, {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(self.inputs / "python"), os.environ.get("PYTHONPATH")])),
+            OWN_FOLDERS_VARIABLE: os.pathsep.join(map(str, self.own_folders())), READABLE_VARIABLE: str(self.inputs),
+            SHM_VARIABLE: "private" if private_shm else "shared",
+            READS_VARIABLE: os.environ.get(READS_VARIABLE) or "confined", **PROFILER_TEARDOWN})
         arguments = [str(commands_read), str(replies_write), device] + (["protected"] if protected else []) + (
             ["build"] if build_only else [])
         # A fresh interpreter where a fork could not use CUDA, or could inherit a lock held for good: a fork copies
@@ -86,7 +119,7 @@ class RunnerProcess:
                 print(f"kbench: a runner starts as a fresh interpreter: this process runs {threads} threads", flush=True)
             self.process = subprocess.Popen([sys.executable, "-m", "kbench.runner.serve", *arguments],
                                             pass_fds=(commands_read, replies_write), start_new_session=True,
-                                            env=dict(os.environ, **environment), stdin=subprocess.DEVNULL)
+                                            env=environment, stdin=subprocess.DEVNULL)
         else:  # torch is imported already and nothing of CUDA exists: a fork starts in milliseconds
             self.process = _fork_runner(arguments, environment, keep=(commands_read, replies_write))
         _LIVE.add(self.process.pid)
@@ -99,9 +132,32 @@ class RunnerProcess:
         self.freezer = None if protected or build_only else _freezer_for(self.process.pid)
 
     def own_folders(self) -> list[Path]:
-        """What the candidate's runner may write whatever its job: its scratch folder, and /dev (the GPU's device
-        files). It confines itself to them before its job comes (runner/serve.py)."""
-        return [self.scratch, Path("/dev")]
+        """What the candidate's runner may write whatever its job: its scratch folder (and the device files, its
+        /dev/shm: limits.confine). It confines itself to them before its job comes (runner/serve.py)."""
+        return [self.scratch]
+
+    def lend(self, path: str | Path, kind: str) -> Path:
+        """The job's file `path` (kind: "problem", "solution") as the runner reads it: in its inputs folder, which
+        it may read but not write, linked where the file system allows, else copied. No other file of the folder
+        `path` is in is the runner's to read (other solutions, results)."""
+        folder = self.inputs / kind
+        folder.mkdir(exist_ok=True)
+        return _linked(Path(path), folder / Path(path).name)
+
+    def lend_builds(self, extensions: Path) -> Path:
+        """What an evaluation's runner loads of its solution's builds (the build phase left them in `extensions`, of
+        the build cache): each build folder's record (kbench_built.json, the failed build's log) and libraries, in
+        its inputs folder."""
+        lent = self.inputs / "extensions"
+        lent.mkdir(exist_ok=True)
+        for build in (extensions.iterdir() if extensions.is_dir() else ()):
+            if not build.is_dir() or build.is_symlink():
+                continue
+            for item in build.iterdir():
+                if item.name in (BUILT_MODULE, FAILED_BUILD_LOG) or item.suffix == ".so":
+                    (lent / build.name).mkdir(exist_ok=True)
+                    _linked(item, lent / build.name / item.name)
+        return lent
 
     def request(self, message: dict, on_progress=None) -> dict:
         """Send a command and wait for its reply; progress messages on the way go to `on_progress`."""
@@ -210,7 +266,19 @@ class RunnerProcess:
             except OSError:
                 pass
         self.arenas.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        for folder in (self.scratch, self.inputs):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _linked(original: Path, copy: Path) -> Path:
+    """`copy`, a hard link to the regular file `original` (a copy across file systems)."""
+    if not original.is_file():
+        raise FileNotFoundError(f"{original} is not a file")
+    try:
+        os.link(original, copy, follow_symlinks=True)
+    except OSError:
+        shutil.copyfile(original, copy)
+    return copy
 
 
 def _freezer_for(pid: int) -> Freezer | None:
@@ -234,8 +302,9 @@ class Runners:
     @classmethod
     def start(cls, device: str, build_only: bool = False) -> "Runners":
         """build_only: for a job that only builds the candidate, runners without a CUDA context."""
-        return cls(RunnerProcess(device, build_only=build_only),
-                   RunnerProcess(device, protected=True, build_only=build_only))
+        private = private_shm()  # the judge's and its runners' own /dev/shm, gone with them (root only)
+        return cls(RunnerProcess(device, build_only=build_only, private_shm=private),
+                   RunnerProcess(device, protected=True, build_only=build_only, private_shm=private))
 
     @property
     def sessions(self) -> tuple[int, ...]:
@@ -300,6 +369,7 @@ def _fork_runner(arguments: list[str], environment: dict, keep: tuple[int, ...])
         # notebook), through descriptors closed above: the runner writes to 1 and 2, which its log replaces.
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
+        os.environ.clear()  # the judge's variables are not the runner's (runner_environment)
         os.environ.update(environment)
         from kbench.runner import serve as runner
         code = runner.main(arguments)

@@ -6,7 +6,7 @@ reference's (`protected`), which builds only the problem's own Model (the "stand
 solution and warms up (the CUDA context) at once. The candidate's runner confines itself (limits.py) while it is
 its only thread, before anything starts a thread: confinement reaches only the thread that asks for it and the
 threads it starts later, and a candidate can run code on any thread of its process. An evaluation's runner does
-it at its start, to its own folders (scratch, /dev: whatever its job, no build cache), and then warms up
+it at its start, to its own folders (scratch, inputs: whatever its job, no build cache), and then warms up
 (the CUDA context, the op recording) before its job comes; it loads the candidate's extensions from the build
 cache as the build phase left them, without writing there. A build's runner, which needs no CUDA context, confines
 itself when its job comes, to its folders and the solution's own extension folder. Then it does what the judge asks:
@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 
 from kbench.extensions import import_extension_builder
+from kbench.extensions.cache import BuildRecord
 from kbench.judge.guards import record_ops
 from kbench.loading import release_cached_memory, synchronize, warm_cuda_libraries
 from kbench.processes import open_log, output_to
@@ -194,8 +195,7 @@ class Runner:
     def confine_and_warm_up(self) -> None:
         """An evaluation's runner, at its start: confined to its own folders (the judge names them in its
         environment), then warmed up, while the judge waits for a job."""
-        folders = [Path(path) for path in os.environ.get(limits.OWN_FOLDERS_VARIABLE, "").split(os.pathsep) if path]
-        self.notes = limits.confine(folders)
+        self.notes = limits.confine(limits.Access.from_environment(gpu=self.device.type == "cuda"))
         try:
             _warm_up(self.device, for_candidate=True)
         except Exception as error:
@@ -212,15 +212,16 @@ class Runner:
         os.environ.update({name: str(value) for name, value in (message.get("environment") or {}).items()
                            if name in ("CXX", "PYTORCH_NVCC")})
         if self.build_only:  # an evaluation's runner confined itself at its start
-            self.notes = limits.confine([Path(path) for path in message["writable"]])
+            self.notes = limits.confine(limits.Access.from_environment(
+                writable=message["writable"], readable=message.get("readable") or ()))  # and no CUDA context
         if self.start_failure:
             return {"failure": {"status": "runtime_error", "message": self.start_failure}}
         return {"ok": True, "notes": self.notes}
 
     def _load(self, message: dict) -> dict:
-        from kbench.extensions.cache import BuildError, BuildRecord, install_build_hooks
+        from kbench.extensions.cache import BuildError, install_build_hooks
         from kbench.problem import load_module_in
-        record = BuildRecord(log_path=Path(message["log_path"]) if message.get("log_path") else None)
+        record = (_OutputRecord if message.get("log_path") else BuildRecord)()
         record.on_change = lambda: wire.send(self.replies, {"event": "building", "building": record.building,
                                                             "since": record.building_since})
         # An evaluation's runner writes no build cache: what the build phase left there it loads as it is, and it
@@ -468,6 +469,21 @@ class Namespaces:
             now = vars(self.problem).get(name)
             if now is not official and namespace.get(name) is official:
                 namespace[name] = self.written[name] = now
+
+
+class _OutputRecord(BuildRecord):
+    """A build record that reads what the builds wrote to the job's log from this process's standard output (the
+    log's descriptor, which the judge opened for reading too): a confined runner may not open the log by its path."""
+
+    def log_size(self) -> int:
+        return os.fstat(1).st_size
+
+    def log_since(self, offset: int) -> str:
+        _flush()
+        try:
+            return os.pread(1, max(self.log_size() - offset, 0), offset).decode("utf-8", errors="replace")
+        except OSError:  # not readable (a log opened for writing only)
+            return ""
 
 
 def _failure(status: str, message: str, record) -> dict:
