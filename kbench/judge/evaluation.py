@@ -185,13 +185,13 @@ def _reference_first(job: Job, problem_module, context: Context) -> _Reference:
 
 def _reference_called(job: Job, problem_module, context: Context) -> _Reference:
     config, device = context.config, context.device
-    init_inputs = reference_init_inputs(problem_module, config.seed, device)
+    init_inputs = reference_init_inputs(problem_module, config.seed, device, config.precision)
     # The reference's runner builds its Model while the judge builds its own (a large one takes a second of CPU).
     stand_in = _begin_stand_in(job, init_inputs, context) if config.time else None
-    make_inputs = input_maker(problem_module, device)
+    make_inputs = input_maker(problem_module, device, config.precision)
     outputs: list = []
     try:
-        model = build_reference(problem_module, init_inputs, config.seed, device)
+        model = build_reference(problem_module, init_inputs, config.seed, device, config.precision)
         inputs = make_inputs(config.seed)
         used = clone(inputs)  # nothing else is held yet: the one time a copy costs no room
 
@@ -244,7 +244,7 @@ def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> t
 def _begin_stand_in(job: Job, init_inputs: list, context: Context) -> Callable[[], RemoteModel]:
     config = context.config
     return begin_stand_in(context.reference_runner, job.problem_path, config.policy, init_inputs, config.seed,
-                          context.overrides, job.log_path)
+                          context.overrides, job.log_path, config.precision)
 
 
 def _send_job(job: Job, context: Context) -> Callable[[], None]:
@@ -322,7 +322,8 @@ def _official_verdict(reference: _Reference, context: Context) -> Outcome:
     config, progress = context.config, context.progress
     progress.enter("building ModelNew")
     release_cached_memory(context.device)  # what the reference's first calls freed: the candidate may need it
-    candidate = new_candidate(context.runner, reference.init_inputs, config.seed, context.overrides)
+    candidate = new_candidate(context.runner, reference.init_inputs, config.seed, context.overrides,
+                              config.precision)
     progress.enter("checking")
     trials = run_trials(reference.model, candidate, reference.make_inputs, reference.ops, context,
                         reference.mutates_inputs)
