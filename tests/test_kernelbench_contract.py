@@ -260,3 +260,17 @@ def test_reward_of_a_real_run_is_its_speedup_or_zero(tmp_path):
     assert right.correctness and right.reward == right.result.speedup > 0
     wrong = call(RELU, RELU_CANDIDATE.replace("clamp_min(0)", "clamp_min(1)"), tmp_path, measure_performance=True)
     assert wrong.reward == kbench.reward(wrong.result) == 0.0
+
+
+# ---- on a GPU --------------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_on_a_gpu_bfloat16_is_cast_and_times_are_cuda_event_milliseconds(tmp_path):
+    result = call(LINEAR, LINEAR_CHECKS_DTYPES, tmp_path, device=0, precision=torch.bfloat16, num_correct_trials=3,
+                  measure_performance=True, num_perf_trials=20)
+    assert result.compiled and result.correctness, result.metadata
+    assert result.metadata["device"] == "cuda:0" and result.metadata["hardware"] == torch.cuda.get_device_name(0)
+    assert result.runtime_stats["timer"] in ("cuda-events", "cuda-graph") and result.runtime_stats["num_trials"] >= 20
+    # a linear layer of 8x32 takes microseconds: in milliseconds its mean is well below one
+    assert 0 < result.runtime < 1 and 0 < result.ref_runtime < 1
+    assert result.reward == result.result.speedup > 0
