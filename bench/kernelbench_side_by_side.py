@@ -1,8 +1,26 @@
 """Helper of bench/kernelbench_side_by_side.sh (read its header first). Subcommands:
 
     select RUN_FOLDER N     the first N files of a KernelBench run folder, by problem id, that KernelBench compiled
+    reference-candidates PROBLEMS FOLDER ID...
+                            level-1 candidates that are their reference (class ModelNew(Model)), any precision's
     kernelbench OUT ...     KernelBench's evaluator on the files of OUT/selected.txt, both passes timed
-    table OUT               the side-by-side table of OUT's results
+                            (--precision: its eval_kernel_against_ref at that precision, bench/kernelbench_eval_at.py)
+    kbench-entry OUT ...    kbench.eval_kernel_against_ref on the same files with the same keywords, in one process
+                            (its warm judge), after a parallel build pass; then its per-call overhead
+    table OUT               the side-by-side table of OUT's results (of `kbench sweep`)
+    entry-table OUT         both entry points' compiled, correctness, runtime, ref_runtime per file, and the overhead
+
+Both entry points on the same files (the lead's GPU run; .device/kb filled as kernelbench_side_by_side.sh says):
+
+    python3 bench/kernelbench_side_by_side.py select .device/kb/deepseek_v4_pro_l1 16 > $OUT/selected.txt
+    python3 bench/kernelbench_side_by_side.py kernelbench $OUT --evaluator .device/kb/evaluator --problems .device/kb \
+        --site /tmp/site --work /tmp/kb-work
+    python3 bench/kernelbench_side_by_side.py kbench-entry $OUT --problems .device/kb --work /tmp/kbench-work
+    python3 bench/kernelbench_side_by_side.py entry-table $OUT
+
+and at bfloat16, on candidates that are their references (a generated CUDA kernel of float pointers cannot run on
+bfloat16 tensors): `reference-candidates .device/kb $OUT/candidates 1 2 ... > $OUT/selected.txt`, then the same
+with `--precision bfloat16` on `kernelbench` and `kbench-entry`.
 
 Everything goes through files under OUT, so a call cut off half-way leaves what it finished, and `table` can be
 run again on them later. KernelBench's side runs in subprocesses given PYTHONPATH=SITE (pydantic) and nothing of
@@ -16,6 +34,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -27,6 +46,7 @@ from kbench.solution import KERNELBENCH_RUN_NAME
 from kbench.stats import finite_number
 
 WIDTH = 80
+PRECISION_CHOICES = ("float32", "float16", "bfloat16")
 
 
 def candidate_key(path: Path) -> tuple[int, int, int]:
@@ -82,6 +102,19 @@ def kbjson(log: Path) -> dict | None:
     return found
 
 
+def reference_candidates(problems: Path, folder: Path, problem_ids: list[int]) -> list[Path]:
+    """For each level-1 problem id, a candidate named as KernelBench names its samples that is the problem itself
+    with `class ModelNew(Model): pass`: correct at every precision on both sides, so their times compare."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for problem_id in problem_ids:
+        source = problem_file(problems, 1, problem_id).read_text()
+        path = folder / f"level_1_problem_{problem_id}_sample_0_kernel.py"
+        path.write_text(source + "\n\nclass ModelNew(Model):\n    pass\n")
+        written.append(path.resolve())
+    return written
+
+
 def problem_file(problems: Path, level: int, problem_id: int) -> Path:
     matches = sorted((problems / f"level{level}").glob(f"{problem_id}_*.py"))
     if len(matches) != 1:
@@ -90,7 +123,7 @@ def problem_file(problems: Path, level: int, problem_id: int) -> Path:
 
 
 def kernelbench(out: Path, evaluator: Path, problems: Path, site: Path, work: Path, timeout: float,
-                deadline: float | None = None) -> None:
+                deadline: float | None = None, precision: str = "float32") -> None:
     """KernelBench's evaluator as its scripts/eval_from_generations.py runs it: the CPU build pass (one process
     per sample, as many at once as there are cores, each in its own build folder), then the GPU pass on the same
     build folders, one fresh process per sample, one after another on device 0. Every sample gets a row in
@@ -99,7 +132,10 @@ def kernelbench(out: Path, evaluator: Path, problems: Path, site: Path, work: Pa
     With `deadline` (seconds from this call's start), no eval starts after it: the rest is left to a later call
     with the same OUT and WORK on the same machine, which skips the build pass and the files that have rows and
     adds its GPU pass's time to the first's. KernelBench runs each eval in a fresh process, so where the pass is
-    cut changes none of its times; it lets the pass span device calls of limited length."""
+    cut changes none of its times; it lets the pass span device calls of limited length.
+
+    `precision` other than float32: each eval runs bench/kernelbench_eval_at.py (kb_eval_one.py's call at that
+    precision) in place of kb_eval_one.py."""
     called = time.perf_counter()
     files = [Path(line) for line in (out / "selected.txt").read_text().splitlines() if line]
     env = dict(os.environ, PYTHONPATH=str(site))  # pydantic, and no kbench on KernelBench's side
@@ -143,8 +179,10 @@ def kernelbench(out: Path, evaluator: Path, problems: Path, site: Path, work: Pa
             print(f"deadline: {len(files) - len(read_rows(rows))} files left for a later call", flush=True)
             break
         log, began = logs / f"{path.stem}.eval.log", time.perf_counter()
-        code = run_logged([sys.executable, str(evaluator / "kb_eval_one.py"), str(problems_of[path]), str(path),
-                           str(build_dir(path))], log, timeout, env, work)
+        pair = [str(problems_of[path]), str(path), str(build_dir(path))]
+        command = [sys.executable, str(evaluator / "kb_eval_one.py"), *pair] if precision == "float32" else \
+            [sys.executable, str(Path(__file__).with_name("kernelbench_eval_at.py")), str(evaluator), *pair, precision]
+        code = run_logged(command, log, timeout, env, work)
         found = kbjson(log)
         row = {"solution": path.name, "problem": problems_of[path].name, "eval_exit": code,
                "eval_s": round(time.perf_counter() - began, 2), "build_exit": builds[path][0],
@@ -169,6 +207,127 @@ def read_rows(path: Path) -> list[dict]:
 
 def write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+# ---- kbench-entry -----------------------------------------------------------------------------------------------
+
+# KernelBench's keywords as kb_eval_one.py passes them (scripts/eval_from_generations.py's).
+ENTRY_KEYWORDS = dict(seed_num=42, num_correct_trials=5, num_perf_trials=100, measure_performance=True,
+                      backend="cuda")
+OVERHEAD_PROBLEM = "19_ReLU.py"  # the overhead's pair: level 1's ReLU against itself (class ModelNew(Model))
+
+
+def kbench_entry(out: Path, problems: Path, work: Path, precision: str, device: str, overhead_calls: int) -> None:
+    """kbench.eval_kernel_against_ref on OUT/selected.txt's files, one call after another in this process (the
+    warm judge: the first call pays its start-up), after a build pass that builds every candidate at once into the
+    cache the calls use (as KernelBench's build pass does for its GPU pass). Rows in OUT/kbench_entry.jsonl;
+    times in OUT/kbench_entry_times.json, with `overhead_calls` calls of the ReLU pair without timing: what a
+    warm call costs beyond its work."""
+    import torch
+
+    import kbench
+    from kbench.config import RunConfig
+    from kbench.schedule.child import evaluate
+
+    files = [Path(line) for line in (out / "selected.txt").read_text().splitlines() if line]
+    problems_of = {path: problem_file(problems, *candidate_key(path)[:2]) for path in files}
+    cache = work / "kbench-cache"
+    device_name = f"cuda:{device}" if device.isdigit() else device
+    config = RunConfig(device=device_name, cache_dir=cache, precision=precision)
+    started = time.perf_counter()
+    threads = max(1, (os.cpu_count() or 1) // max(1, len(files)))
+    with ThreadPoolExecutor(max_workers=max(1, len(files))) as pool:
+        built = list(pool.map(lambda path: evaluate(problems_of[path], path, config, device=device_name,
+                                                    build_only=True, build_threads=threads), files))
+    times = {"build_s": time.perf_counter() - started, "files": len(files), "precision": precision,
+             "builds": {path.name: result.status for path, result in zip(files, built)}}
+    rows = out / "kbench_entry.jsonl"
+    rows.write_text("")
+    keywords = dict(ENTRY_KEYWORDS, build_dir=cache, device=int(device) if device.isdigit() else device,
+                    precision=getattr(torch, precision))
+    started = time.perf_counter()
+    for index, path in enumerate(files):
+        began = time.perf_counter()
+        result = kbench.eval_kernel_against_ref(problems_of[path].read_text(), path.read_text(), **keywords)
+        call_s = time.perf_counter() - began
+        if index == 0:
+            times["first_call_s"] = call_s
+        judged = result.result
+        row = {"solution": path.name, "problem": problems_of[path].name, "compiled": result.compiled,
+               "correctness": result.correctness, "runtime_ms": result.runtime, "ref_runtime_ms": result.ref_runtime,
+               "speedup": round(result.ref_runtime / result.runtime, 3) if result.runtime > 0 else None,
+               "reward": result.reward, "status": judged.status, "flags": list(judged.flags),
+               "build_reused": judged.build_reused, "call_s": round(call_s, 2),
+               "metadata": {key: str(value)[:300] for key, value in result.metadata.items()}}
+        with open(rows, "a") as handle:
+            handle.write(json.dumps(row) + "\n")
+        print(f"{path.name}: {judged.status} in {call_s:.1f} s", flush=True)
+    times["calls_s"] = time.perf_counter() - started
+    times["overhead_calls_s"] = entry_overhead(problems, work, keywords, overhead_calls)
+    write_json(out / "kbench_entry_times.json", times)
+
+
+def entry_overhead(problems: Path, work: Path, keywords: dict, calls: int) -> list[float]:
+    """Wall seconds of `calls` warm calls on the ReLU pair, correctness only (five trials, no timing)."""
+    import kbench
+
+    reference = (problems / "level1" / OVERHEAD_PROBLEM).read_text()
+    candidate = reference + "\n\nclass ModelNew(Model):\n    pass\n"
+    keywords = dict(keywords, measure_performance=False)
+    walls = []
+    for _ in range(calls):
+        began = time.perf_counter()
+        result = kbench.eval_kernel_against_ref(reference, candidate, **keywords)
+        walls.append(round(time.perf_counter() - began, 3))
+        if not result.correctness:
+            print(f"the overhead's pair was judged {result.result.status}: {result.result.message}", flush=True)
+    return walls
+
+
+def entry_table(out: Path) -> str:
+    """Per file, KernelBench's entry point (OUT/kernelbench.jsonl) beside kbench's (OUT/kbench_entry.jsonl)."""
+    files = [Path(line).name for line in (out / "selected.txt").read_text().splitlines() if line]
+    by_kernelbench = {row["solution"]: row for row in read_rows(out / "kernelbench.jsonl")}
+    by_kbench = {row["solution"]: row for row in read_rows(out / "kbench_entry.jsonl")}
+    row_format = "{:>4} {:<14} | {:>5} {:>5} {:>9} {:>9} | {:>5} {:>5} {:>9} {:>9} | {:>5}"
+    text = ["KernelBench's eval_kernel_against_ref | kbench's (runtime, ref_runtime: ms, the mean of the timed calls)",
+            row_format.format("id", "problem", "comp", "corr", "runtime", "ref", "comp", "corr", "runtime", "ref",
+                              "agree"), "-" * 96]
+    agree = compared = 0
+    for name in files:
+        theirs, ours = by_kernelbench.get(name), by_kbench.get(name)
+        judged = theirs is not None and "compiled" in theirs and ours is not None
+        same = judged and bool(theirs.get("correctness")) == bool(ours.get("correctness"))
+        agree, compared = agree + same, compared + judged
+        problem = re.sub(r"^\d+_", "", (ours or theirs or {}).get("problem", "")).removesuffix(".py")
+        text.append(row_format.format(
+            candidate_key(Path(name))[1], short(problem, 14),
+            *entry_columns(theirs, "correctness"), *entry_columns(ours, "correctness"),
+            "-" if not judged else "yes" if same else "NO"))
+        if judged and not same:
+            text += ["  KernelBench: " + short(kernelbench_reason(theirs), 80),
+                     "  kbench: " + short(f"{ours.get('status')}: {ours.get('metadata', {}).get('kbench_message', '')}",
+                                          85)]
+    times = read_json(out / "kbench_entry_times.json")
+    walls = times.get("overhead_calls_s") or []
+    text += ["-" * 96, f"correctness agrees on {agree}/{compared} files",
+             f"kbench: build pass {seconds(times.get('build_s'))}, {times.get('files', '-')} calls "
+             f"{seconds(times.get('calls_s'))}, the first (the warm judge's start-up) {seconds(times.get('first_call_s'))}",
+             f"kbench warm call, ReLU against itself, correctness only: median "
+             f"{g(statistics.median(walls)) if walls else '-'} s over {len(walls)} calls "
+             f"(min {g(min(walls)) if walls else '-'}, max {g(max(walls)) if walls else '-'})"]
+    return "\n".join(text)
+
+
+def entry_columns(row: dict | None, correct_key: str) -> list[str]:
+    if not row or "compiled" not in row:
+        return ["-", "-", "-", "-"]
+    return ["yes" if row["compiled"] else "no", "yes" if row.get(correct_key) else "no",
+            g(positive(row.get("runtime_ms"))), g(positive(row.get("ref_runtime_ms")))]
+
+
+def positive(value):
+    return value if isinstance(value, (int, float)) and value > 0 else None
 
 
 # ---- table -----------------------------------------------------------------------------------------------------
@@ -314,6 +473,10 @@ def main() -> None:
     one = commands.add_parser("select")
     one.add_argument("run", type=Path)
     one.add_argument("count", type=int)
+    one = commands.add_parser("reference-candidates")
+    one.add_argument("problems", type=Path, help="KernelBench's root: level1/ ...")
+    one.add_argument("folder", type=Path)
+    one.add_argument("ids", type=int, nargs="+", help="level-1 problem ids")
     one = commands.add_parser("kernelbench")
     one.add_argument("out", type=Path)
     one.add_argument("--evaluator", type=Path, required=True, help="kb_build_one.py, kb_eval_one.py, kernelbench/")
@@ -323,14 +486,32 @@ def main() -> None:
     one.add_argument("--timeout", type=float, default=300, help="seconds per process, build or eval")
     one.add_argument("--deadline", type=float, help="seconds from the start after which no eval starts (the "
                      "rest is left to a later call with the same OUT and --work, on the same machine)")
+    one.add_argument("--precision", choices=PRECISION_CHOICES, default="float32")
+    one = commands.add_parser("kbench-entry")
+    one.add_argument("out", type=Path)
+    one.add_argument("--problems", type=Path, required=True, help="KernelBench's root: level1/ ...")
+    one.add_argument("--work", type=Path, required=True, help="a folder for kbench's build cache")
+    one.add_argument("--precision", choices=PRECISION_CHOICES, default="float32")
+    one.add_argument("--device", default="0", help="a GPU index (default 0), or cpu")
+    one.add_argument("--overhead", type=int, default=20, help="warm calls on the ReLU pair to time")
+    one = commands.add_parser("entry-table")
+    one.add_argument("out", type=Path)
     one = commands.add_parser("table")
     one.add_argument("out", type=Path)
     args = parser.parse_args()
     if args.command == "select":
         print("\n".join(str(path.resolve()) for path in select(args.run, args.count)))
+    elif args.command == "reference-candidates":
+        print("\n".join(str(path) for path in reference_candidates(args.problems, args.folder, args.ids)))
     elif args.command == "kernelbench":
         kernelbench(args.out, args.evaluator.resolve(), args.problems.resolve(), args.site.resolve(),
-                    args.work.resolve(), args.timeout, args.deadline)
+                    args.work.resolve(), args.timeout, args.deadline, args.precision)
+    elif args.command == "kbench-entry":
+        kbench_entry(args.out, args.problems.resolve(), args.work.resolve(), args.precision, args.device,
+                     args.overhead)
+        print(entry_table(args.out))
+    elif args.command == "entry-table":
+        print(entry_table(args.out))
     else:
         print(table(args.out))
 

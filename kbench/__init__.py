@@ -1,17 +1,25 @@
 """kbench: judge GPU kernels against PyTorch references.
 
-From Python (kbench/api.py): `Judge` (a warm judge for batches), `judge` (one pair), `eval_kernel_against_ref`
-(KernelBench's entry point), `read_results` and `results_frame` (DataFrames).
+From Python (kbench/api.py): `Judge` (a warm judge for batches), `judge` (one pair, on the process's warm judge),
+`eval_kernel_against_ref` and `KernelExecResult` (KernelBench's entry point and result), `reward` (one number per
+result for a training loop), `Result`, `Status` and `RunConfig` (the records), `read_results` and `results_frame`
+(DataFrames).
 """
 
 __version__ = "0.1.0"
 
-_API = ("Judge", "judge", "eval_kernel_against_ref", "KernelExecResult", "read_results", "results_frame")
+__all__ = ["Judge", "judge", "eval_kernel_against_ref", "KernelExecResult", "reward", "Result", "Status",
+           "RunConfig", "read_results", "results_frame"]
+_HOMES = {"Result": "kbench.results", "Status": "kbench.results", "RunConfig": "kbench.config"}
 
 
 def __getattr__(name: str):
     """The API, imported on first use: `import kbench` stays light for the CLI and the worker processes."""
-    if name in _API:
-        from kbench import api
-        return getattr(api, name)
+    if name in __all__:
+        import importlib
+        return getattr(importlib.import_module(_HOMES.get(name, "kbench.api")), name)
     raise AttributeError(f"module 'kbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

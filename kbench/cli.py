@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from kbench import __version__
-from kbench.config import PYTORCH_DEFAULT, STRICT_FP32, RunConfig, default_cache_dir
+from kbench.config import PRECISIONS, PYTORCH_DEFAULT, STRICT_FP32, RunConfig, default_cache_dir
 from kbench.report.tables import FAILURES_SHOWN, results_table
 from kbench.results import Status
 from kbench.schedule.devices import DeviceError, checked_device, executor_and_devices
@@ -75,6 +75,9 @@ def run_options(command):
                      callback=_parse_policy,
                      help="Precision policy of the check and the main speedup: strict (true float32, no TF32) "
                           "or pytorch (PyTorch's defaults: TF32 convolutions; float32 tolerance 1e-2)."),
+        click.option("--precision", type=click.Choice(PRECISIONS), default="float32", show_default=True,
+                     help="Cast the floating inputs and both models to this dtype, as KernelBench's precision "
+                          "does; float16/bfloat16 runs use tolerance 1e-2 on every output."),
         click.option("--baselines", default="eager,default", show_default=True, callback=_parse_baselines,
                      help="References to time the candidate against, comma-separated: eager (the reference "
                           "under --policy, always; the main speedup), default (PyTorch's default precision "
@@ -107,11 +110,11 @@ def _parse_baselines(context, parameter, value: str) -> tuple[str, ...]:
 
 
 def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budget_s, target_rse, sweep,
-                 strict, full_size, policy, baselines, guards, cache_dir) -> RunConfig:
+                 strict, full_size, policy, baselines, guards, cache_dir, precision="float32") -> RunConfig:
     return RunConfig(device=device, trials=trials, seed=seed, atol=atol, rtol=rtol, timeout_s=timeout_s,
                      time=do_time, time_budget_s=time_budget_s, target_rse=target_rse, sweep=sweep,
                      strict=strict, full_size=full_size, policy=policy, baselines=baselines,
-                     guards=guards, cache_dir=cache_dir or default_cache_dir())
+                     guards=guards, cache_dir=cache_dir or default_cache_dir(), precision=precision)
 
 
 @main.command("eval")

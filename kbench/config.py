@@ -19,6 +19,12 @@ POLICIES = (STRICT_FP32, PYTORCH_DEFAULT)
 # differ by ~1e-3 after accumulation: float32 outputs get a tolerance to match under pytorch-default.
 POLICY_FLOAT32_TOLERANCE = {STRICT_FP32: 1e-4, PYTORCH_DEFAULT: 1e-2}
 
+# Precisions a run can be judged at (KernelBench's `precision`): the floating inputs, init inputs and both models'
+# parameters are cast to it, as KernelBench casts them. Below float32, every floating output gets KernelBench's
+# tolerance for the precision (its get_tolerance_for_precision), whatever the output's own dtype.
+PRECISIONS = ("float32", "float16", "bfloat16")
+PRECISION_TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2}
+
 
 def default_cache_dir() -> Path:
     """The user's cache dir (XDG), overridable with KBENCH_CACHE_DIR."""
@@ -49,18 +55,24 @@ class RunConfig:
     full_size: bool = False         # on a CPU device, run official sizes instead of reduced ones
     guards: bool = True             # anti-cheat checks that cost time (see guards.py); cheap ones always run
     baselines: tuple[str, ...] = ("default",)  # also timed: "default" (PyTorch's precision), "compile"
+    precision: str = "float32"      # dtype the inputs and models are cast to (see PRECISIONS)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"unknown precision policy {self.policy!r}; choose from {', '.join(POLICIES)}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; choose from {', '.join(PRECISIONS)}")
 
     def tolerance_for(self, dtype_name: str) -> tuple[float, float]:
         """(atol, rtol) for an output dtype: user overrides win over the per-dtype defaults."""
         if not (dtype_name.startswith("float") or dtype_name.startswith("bfloat")
                 or dtype_name.startswith("complex")):
             return 0.0, 0.0
-        default = POLICY_FLOAT32_TOLERANCE[self.policy] if dtype_name == "float32" else \
-            DEFAULT_TOLERANCE.get(dtype_name, 1e-4)
+        if self.precision in PRECISION_TOLERANCE:
+            default = PRECISION_TOLERANCE[self.precision]
+        else:
+            default = POLICY_FLOAT32_TOLERANCE[self.policy] if dtype_name == "float32" else \
+                DEFAULT_TOLERANCE.get(dtype_name, 1e-4)
         atol = default if self.atol is None else self.atol
         rtol = default if self.rtol is None else self.rtol
         return atol, rtol
@@ -73,6 +85,8 @@ class RunConfig:
         relevant = {key: value for key, value in self.to_dict().items()
                     if key not in ("cache_dir", "timeout_s", "device")}
         relevant["device_kind"] = device.split(":")[0]
+        if self.precision == "float32":  # the default leaves the hash of every earlier run's settings as it was
+            del relevant["precision"]
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:12]
 
     def to_dict(self) -> dict:

@@ -25,36 +25,37 @@ def load_problem(path: str):
     return module
 
 
-def reference_init_inputs(problem_module, seed: int, device) -> list:
-    """get_init_inputs() right after `seed`, its tensors on `device` (as KernelBench moves them: the runners get them
-    there too, through their arenas)."""
+def reference_init_inputs(problem_module, seed: int, device, precision: str = "float32") -> list:
+    """get_init_inputs() right after `seed`, its tensors on `device` and its floating ones cast to `precision` (as
+    KernelBench moves and casts them: the runners get them so too, through their arenas)."""
     torch.manual_seed(seed)
     try:
-        return on_device(problem_module.get_init_inputs(), device)
+        return on_device(problem_module.get_init_inputs(), device, precision)
     except Exception as error:
         raise _problem_s_fault(error, "the problem's get_init_inputs() failed")
 
 
-def build_reference(problem_module, init_inputs: list, seed: int, device):
-    """Model(*init_inputs) built right after `seed`, as KernelBench builds each model and as the runners build
-    theirs (the timed reference, ModelNew): its weights do not depend on what get_init_inputs() drew. Running out
-    of memory may be another process's doing (evaluation.py decides)."""
+def build_reference(problem_module, init_inputs: list, seed: int, device, precision: str = "float32"):
+    """Model(*init_inputs) built right after `seed`, then moved to `device` and cast to `precision`, as KernelBench
+    builds each model and as the runners build theirs (the timed reference, ModelNew): its weights do not depend on
+    what get_init_inputs() drew. Running out of memory may be another process's doing (evaluation.py decides)."""
     torch.manual_seed(seed)
     try:
-        return problem_module.Model(*init_inputs).to(device)
+        return problem_module.Model(*init_inputs).to(device, model_dtype(precision))
     except Exception as error:
         raise _problem_s_fault(error, "reference failed to build")
 
 
-def input_maker(problem_module, device):
-    """make_inputs(seed): the problem's get_inputs() under that seed, on the device; a get_inputs() that
+def input_maker(problem_module, device, precision: str = "float32"):
+    """make_inputs(seed): the problem's get_inputs() under that seed, on the device, its floating tensors cast to
+    `precision`; a get_inputs() that
     raises is the problem's fault (reference_error), a lost CUDA context is not its (see lost_context), and
     running out of memory may be the judge's copies (evaluation.py decides both)."""
     def make_inputs(seed: int) -> list:
         _seed_input_generators(seed, device)
         try:
             with torch.device(device):
-                return on_device(problem_module.get_inputs(), device)
+                return on_device(problem_module.get_inputs(), device, precision)
         except Exception as error:
             raise _problem_s_fault(error, "the problem's get_inputs() failed", show=True)
     return make_inputs
@@ -71,10 +72,20 @@ def _problem_s_fault(error: Exception, what: str, show: bool = False) -> Stop:
     return Stop(Status.REFERENCE_ERROR, f"{what}: {one_line(error)}")
 
 
-def on_device(values, device) -> list:
+def on_device(values, device, precision: str = "float32") -> list:
     """The problem's arguments as a list, each tensor on `device`: one made outside torch's factories (from numpy,
-    say, which the device's default does not reach) is moved there, as KernelBench moves every argument."""
-    return [value.to(device) if isinstance(value, torch.Tensor) else value for value in values]
+    say, which the device's default does not reach) is moved there, as KernelBench moves every argument. Below
+    float32, floating tensors are cast to `precision`, as KernelBench casts them (it casts integer tensors too,
+    which turns indices and class labels into floats: they keep their dtype here)."""
+    dtype = model_dtype(precision)
+    return [(value.to(device, dtype) if dtype is not None and value.is_floating_point() else value.to(device))
+            if isinstance(value, torch.Tensor) else value for value in values]
+
+
+def model_dtype(precision: str | None) -> torch.dtype | None:
+    """The dtype models and floating inputs are cast to at `precision` (config.PRECISIONS); None at float32 (or
+    None), where they keep their own (a problem of float64 or mixed precision is judged as it is written)."""
+    return None if precision in (None, "float32") else getattr(torch, precision)
 
 
 def _seed_input_generators(seed: int, device) -> None:

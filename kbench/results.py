@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from kbench import stats
+from kbench import flags as flag_names, stats
 
 
 class Status:
@@ -112,6 +112,7 @@ class Identity:
     problem_hash: str = ""                 # sha256 of the problem file, first 16 hex digits
     settings: str = ""                     # RunConfig.fingerprint(): runs with equal settings compare
     policy: str = ""                       # precision policy of check and timing
+    precision: str = ""                    # dtype inputs and models were cast to (RunConfig.precision)
     device: str = ""                       # "cpu" or "cuda:0" (a Ray row adds "@node")
     log_path: str = ""                     # full output of the worker, build log included
     run_id: str = ""                       # groups the rows of one kbench invocation
@@ -194,6 +195,18 @@ class Result:
         return stats.speedup(self.baseline_median_ms(name), self.candidate_timing.median_ms)
 
     @property
+    def reward(self) -> float:
+        """One number for a training loop: the judge's speedup (the reference's median time over the candidate's,
+        both timed by the judge's protocol) when the verdict is `correct`, 1.0 for a correct result not timed, and
+        0.0 for every other verdict. It follows the verdict alone: rejecting flags make the verdict `rejected`,
+        noting flags leave it `correct` (under --strict they make it `incorrect`), and warnings about the
+        measurement (`unverified_time`, `noisy_timing`, `throttled`) never change it."""
+        if self.status != Status.CORRECT or any(name in flag_names.REJECTING for name in self.flags):
+            return 0.0
+        speedup = self.speedup
+        return 1.0 if speedup is None else speedup
+
+    @property
     def ok(self) -> bool:
         return self.status == Status.CORRECT
 
@@ -212,7 +225,7 @@ class Result:
                 "solution_hash": self.solution_hash, "problem_hash": self.problem_hash, "settings": self.settings,
                 "status": self.status, "flags": ";".join(self.flags), **self._check_columns(),
                 **self._timing_columns(), **self._sweep_columns(), "timer": self.candidate_timing.timer
-                if self.candidate_timing else None, "policy": self.policy,
+                if self.candidate_timing else None, "policy": self.policy, "precision": self.precision,
                 **asdict(self.clocks or ClockRecord()), "sizes": self.sizes, "build_s": self.build_s,
                 "build_reused": self.build_reused, "wall_s": self.wall_s, "cpu_s": self.cpu_s,
                 "phase_s": self.phase_s, "device": self.device, "device_name": self.device_name,
@@ -233,6 +246,7 @@ class Result:
                             f"{prefix}_iqr_ms": timing.iqr_ms if timing else None,
                             f"{prefix}_samples": timing.count if timing else None})
         columns["speedup"] = self.speedup
+        columns["reward"] = self.reward
         alone, during = self.reference_alone, self.reference_timing
         columns["ref_alone_median_ms"] = alone.median_ms if alone else None
         columns["ref_alone_others_cpu_ms"] = alone.others_cpu_median_ms if alone else None

@@ -187,13 +187,13 @@ def _reference_first(job: Job, problem_module, context: Context) -> _Reference:
 
 def _reference_called(job: Job, problem_module, context: Context) -> _Reference:
     config, device = context.config, context.device
-    init_inputs = reference_init_inputs(problem_module, config.seed, device)
+    init_inputs = reference_init_inputs(problem_module, config.seed, device, config.precision)
     # The reference's runner builds its Model while the judge builds its own (a large one takes a second of CPU).
     stand_in = _begin_stand_in(job, init_inputs, context) if config.time else None
-    make_inputs = input_maker(problem_module, device)
+    make_inputs = input_maker(problem_module, device, config.precision)
     outputs: list = []
     try:
-        model = build_reference(problem_module, init_inputs, config.seed, device)
+        model = build_reference(problem_module, init_inputs, config.seed, device, config.precision)
         inputs = make_inputs(config.seed)
         used = clone(inputs)  # nothing else is held yet: the one time a copy costs no room
 
@@ -247,7 +247,7 @@ def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> t
 def _begin_stand_in(job: Job, init_inputs: list, context: Context) -> Callable[[], RemoteModel]:
     config = context.config
     return begin_stand_in(context.reference_runner, job.problem_path, config.policy, init_inputs, config.seed,
-                          context.overrides, job.log_path)
+                          context.overrides, job.log_path, config.precision)
 
 
 def _send_job(job: Job, context: Context) -> Callable[[], None]:
@@ -357,7 +357,7 @@ def _new_instance(reference: _Reference, context: Context) -> RemoteModel:
     context.progress.enter("building ModelNew")
     release_cached_memory(context.device)  # what the reference's calls freed: the candidate may need it
     return new_candidate(context.runner, reference.init_inputs, context.config.seed, context.overrides,
-                         reference.room)
+                         reference.room, context.config.precision)
 
 
 def _needs_cuda(stop: Stop, device) -> tuple[str, str]:

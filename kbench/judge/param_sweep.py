@@ -60,9 +60,9 @@ def _sweep_one(problem_module, configuration, context: Context, input_seed) -> s
     config, device = context.config, context.device
     with overridden(problem_module, configuration):
         try:
-            init_inputs = reference_init_inputs(problem_module, config.seed, device)
-            reference_model = build_reference(problem_module, init_inputs, config.seed, device)
-            inputs = input_maker(problem_module, device)(input_seed)
+            init_inputs = reference_init_inputs(problem_module, config.seed, device, config.precision)
+            reference_model = build_reference(problem_module, init_inputs, config.seed, device, config.precision)
+            inputs = input_maker(problem_module, device, config.precision)(input_seed)
             accepted = reference_model(*clone(inputs))
             synchronize(device)
         except Exception as error:
@@ -75,7 +75,8 @@ def _sweep_one(problem_module, configuration, context: Context, input_seed) -> s
         guards.poison(accepted)
         del accepted
         try:
-            candidate = new_candidate(context.runner, init_inputs, config.seed, configuration, room)
+            candidate = new_candidate(context.runner, init_inputs, config.seed, configuration, room,
+                                      config.precision)
             candidate_output = candidate.call(inputs)
         except Stop as stop:
             return stop.message

@@ -32,7 +32,7 @@ import torch
 from kbench.extensions import import_extension_builder
 from kbench.extensions.cache import BuildRecord
 from kbench.judge.guards import record_ops
-from kbench.loading import release_cached_memory, synchronize, warm_cuda_libraries
+from kbench.loading import model_dtype, release_cached_memory, synchronize, warm_cuda_libraries
 from kbench.processes import open_log, output_to
 from kbench.schedule.job import one_line
 from kbench.runner import limits, wire
@@ -189,7 +189,8 @@ class Runner:
         init = [self._argument(item) for item in message["init"]]
         with overridden(problem, wire.decode_value(message.get("overrides", {}))):
             torch.manual_seed(int(message["seed"]))
-            self.instances[message["instance"]] = problem.Model(*init).to(self.device)
+            model = problem.Model(*init).to(self.device, model_dtype(message.get("precision")))
+            self.instances[message["instance"]] = model
         return {"ok": True}
 
     def confine_and_warm_up(self) -> None:
@@ -249,7 +250,7 @@ class Runner:
         try:
             model = self.solution.ModelNew(*init)
             if isinstance(model, torch.nn.Module):
-                model = model.to(self.device)
+                model = model.to(self.device, model_dtype(message.get("precision")))
         except BuildError as error:
             return {"failure": {"status": "compile_error", "message": str(error)}}
         except Exception as error:

@@ -55,7 +55,8 @@ def identify(problem_path: Path, solution_path: Path, config: RunConfig, device:
     """What a row judges: the files as given, their hashes, the settings, the device."""
     return Identity(problem=problem_path.stem, solution=str(solution_path), solution_hash=file_hash(solution_path),
                     problem_path=str(problem_path), problem_hash=file_hash(problem_path),
-                    settings=config.fingerprint(device), policy=config.policy, device=device, run_id=run_id)
+                    settings=config.fingerprint(device), policy=config.policy, precision=config.precision,
+                    device=device, run_id=run_id)
 
 
 def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
