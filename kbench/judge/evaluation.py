@@ -140,9 +140,12 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
         return context.findings.outcome(Status.BUILT)
     with torch.no_grad():
         with overridden(problem_module, overrides):
+            started = time.perf_counter()
             reference = _reference_first(job, problem_module, context)
+            first_call_s = time.perf_counter() - started  # with the Model's building: a limit errs long
             if config.time:
                 reference.timed, reference.alone = _reference_in_runner(job, reference, context)
+            progress.limit_run(reference.alone.median_ms / 1e3 if reference.alone else first_call_s, config)
             _import_solution(job, context)
             official = context.official = _official_verdict(reference, context)
         context.reference_runner.kill()  # nothing after the official verdict needs it: its exit overlaps the sweep
