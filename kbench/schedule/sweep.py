@@ -16,7 +16,8 @@ def select_pairs(problems_dir: Path, solutions_dir: Path, filters: tuple[str, ..
                  resume_from: Path | None, config: RunConfig, device: str
                  ) -> tuple[list[tuple[Path, Path]], list[Unpaired], int]:
     """(pairs to run, solutions no problem matched, pairs skipped because --resume found them). With --only-failed,
-    --resume skips only pairs recorded `correct`: the failures it selects are final rows too, and are what it re-runs."""
+    --resume skips only pairs recorded `correct`: the failures it selects are final rows too, and are what it
+    re-runs."""
     pairs, unpaired = find_pairs(problems_dir, solutions_dir)
     if filters:
         pairs = [(p, s) for p, s in pairs if any(fnmatch.fnmatch(p.stem, pattern) for pattern in filters)]
