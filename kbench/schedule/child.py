@@ -169,7 +169,7 @@ def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, dev
                               lambda: limits.out_of_time(ProgressRecord.load(Path(job.progress_path))),
                               extra_environment, device, while_waiting=report_progress, warm=not build_only,
                               result_path=Path(job.result_path) if overlap_ending else None,
-                              on_start=on_worker_started, top_up_due=past_the_reference)
+                              on_start=limits.started(on_worker_started), top_up_due=past_the_reference)
         progress = ProgressRecord.load(Path(job.progress_path))
         if returncode != 0:  # a judge killed or dead left its runners' sessions
             for session in progress.runner_sessions:
@@ -201,6 +201,14 @@ class Limits:
         self.running_s = 0.0
         self.derived_from_s = 0.0  # running_s when the judge's derived run limit appeared
         self.exceeded = ""
+
+    def started(self, on_worker_started: Callable[[int], None]) -> Callable[[int], None]:
+        """`on_worker_started`, once the limits' clock starts anew: a worker's own start (a fork server importing
+        torch, say) is kbench's, not the job's."""
+        def start(pid: int) -> None:
+            self.last = time.monotonic()
+            on_worker_started(pid)
+        return start
 
     def out_of_time(self, record: ProgressRecord) -> bool:
         now = time.monotonic()
