@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from kbench.config import RunConfig
 from kbench.judge.progress import RUN_LIMIT_FLOOR_S, SLOWER_ALLOWED, candidate_calls, derived_run_limit
 from kbench.results import Status
@@ -13,7 +15,7 @@ from kbench.schedule.job import ProgressRecord
 from kbench.schedule.scheduler import LocalExecutor, run_pairs
 from kbench.schedule.sweep import select_pairs
 
-from conftest import PROBLEMS, SOLUTIONS
+from conftest import PROBLEMS, REPO, SOLUTIONS
 
 AXPY = PROBLEMS / "axpy.py"
 HANG = '''import torch.nn as nn
@@ -137,3 +139,42 @@ def test_resume_with_only_failed_reruns_the_pairs_that_failed(tmp_path):
     assert sorted(solution.name for _, solution in pairs) == ["runtime_error.py", "wrong_shape.py"] and skipped == 0
     pairs, _, skipped = select_pairs(tmp_path / "problems", tmp_path / "solutions", (), None, out, config, "cpu")
     assert pairs == [] and skipped == 3  # --resume alone: every final row stands
+
+
+REFERENCE_ITSELF = "class ModelNew(Model):\n    pass\n"
+HANGS_ON_THE_GPU = '''import torch
+
+
+class ModelNew(Model):
+    def forward(self, *args):
+        while True:
+            torch.cuda._sleep(1 << 20)  # keeps the GPU busy, never returns
+'''
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem", ["gelu.py", "matmul_skinny.py"])
+def test_on_a_gpu_the_run_limit_is_derived_from_the_reference_s_time_alone(tmp_path, problem):
+    """The judge derives the run limit from the reference's time alone, taken before the candidate exists."""
+    candidate = tmp_path / "reference_itself.py"
+    candidate.write_text(REFERENCE_ITSELF)
+    records = []
+    config = RunConfig(device="cuda", cache_dir=tmp_path / "cache", sweep=0, time_budget_s=1.0)
+    result = evaluate(REPO / "problems" / problem, candidate, config, device="cuda:0", on_progress=records.append)
+    assert result.status == Status.CORRECT, result.message
+    limits = {record.run_limit_s for record in records if record.run_limit_s is not None}
+    derived, _ = derived_run_limit(result.reference_alone.median_ms / 1e3, config)
+    assert limits == {derived}, (limits, derived)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_hang_ends_at_the_derived_run_limit(tmp_path):
+    candidate = tmp_path / "hangs.py"
+    candidate.write_text(HANGS_ON_THE_GPU)
+    config = RunConfig(device="cuda", cache_dir=tmp_path / "cache", sweep=0, time_budget_s=1.0)
+    started = time.monotonic()
+    result = evaluate(REPO / "problems" / "gelu.py", candidate, config, device="cuda:0")
+    assert result.status == Status.TIMEOUT, result.message
+    assert "no result within the run limit (" in result.message and "while checking" in result.message
+    limit_s = float(result.message.split("the run limit (")[1].split(" s")[0])
+    assert RUN_LIMIT_FLOOR_S <= limit_s <= time.monotonic() - started < 2 * limit_s, result.message
