@@ -57,8 +57,11 @@ def run_options(command):
                           "float16/bfloat16 1e-2]."),
         click.option("--rtol", type=click.FloatRange(0), default=None,
                      help="Relative tolerance [default: as --atol]."),
-        click.option("--timeout", "timeout_s", default=900.0, show_default=True, type=click.FloatRange(1),
-                     help="Wall-clock seconds per evaluation, first build included."),
+        click.option("--timeout", "timeout_s", default=None, type=click.FloatRange(1),
+                     help="Run limit: wall-clock seconds per evaluation, its builds not counted [default: derived "
+                          "from the reference's time: 1000x its calls plus a margin, at least 60 s]."),
+        click.option("--build-timeout", "build_timeout_s", default=600.0, show_default=True,
+                     type=click.FloatRange(1), help="Build limit: wall-clock seconds of a solution's builds."),
         click.option("--time/--no-time", "do_time", default=True, show_default=True,
                      help="Time correct candidates against the reference."),
         click.option("--time-budget", "time_budget_s", default=10.0, show_default=True,
@@ -109,11 +112,11 @@ def _parse_baselines(context, parameter, value: str) -> tuple[str, ...]:
     return tuple(name for name in names if name != "eager")
 
 
-def build_config(device, trials, seed, atol, rtol, timeout_s, do_time, time_budget_s, target_rse, sweep,
-                 strict, full_size, policy, baselines, guards, cache_dir, precision="float32") -> RunConfig:
+def build_config(device, trials, seed, atol, rtol, timeout_s, build_timeout_s, do_time, time_budget_s, target_rse,
+                 sweep, strict, full_size, policy, baselines, guards, cache_dir, precision="float32") -> RunConfig:
     return RunConfig(device=device, trials=trials, seed=seed, atol=atol, rtol=rtol, timeout_s=timeout_s,
-                     time=do_time, time_budget_s=time_budget_s, target_rse=target_rse, sweep=sweep,
-                     strict=strict, full_size=full_size, policy=policy, baselines=baselines,
+                     build_timeout_s=build_timeout_s, time=do_time, time_budget_s=time_budget_s, target_rse=target_rse,
+                     sweep=sweep, strict=strict, full_size=full_size, policy=policy, baselines=baselines,
                      guards=guards, cache_dir=cache_dir or default_cache_dir(), precision=precision)
 
 
@@ -146,8 +149,8 @@ def eval_command(solutions, problem_path, problems_dir, jobs, as_json, out, **op
         worker_pool().start_fork_server(waiting)  # their imports of torch beside this process's
     device = _or_usage_error(checked_device, config.device)
     folders = lambda solution: [problems_dir] if problems_dir else default_problem_dirs(solution)
-    pairs = [(problem_path or _or_usage_error(pair_problem, solution, folders(solution)), solution)
-             for solution in solutions]
+    pairs = [(problem_path or _or_usage_error(pair_problem, solution, folders(solution), hint="pass --problem PATH"),
+              solution) for solution in solutions]
     results = run_with_progress(pairs, config, [device], jobs, out, as_json)
     if as_json:
         click.echo(json.dumps([result.to_row() for result in results], indent=2))
@@ -284,19 +287,20 @@ def report_command(csvs, output_format, run_id, plot, all_failures, kernelbench_
         print_summary(result, limit)
         if verdicts:
             console = wide_console()
-            console.print(*comparison_renderables(verdicts, width=console.width))
+            for renderable in comparison_renderables(verdicts, width=console.width):
+                console.print(renderable)  # one print each: print(*many) puts texts on one line
     if plot:
         _plot(result, plot)
 
 
 def _plot(result, path: Path) -> None:
     try:
-        from kbench.report.plot import UnknownFormat, plot_best, plot_title
+        from kbench.report.plot import BadPlotPath, plot_best, plot_title
     except ImportError:
         raise click.UsageError("--plot needs matplotlib: pip install 'kbench[plot]'")
     try:
         plot_best(result.best, path, plot_title(result))
-    except UnknownFormat as error:
+    except BadPlotPath as error:
         raise _OneLineError(f"--plot {path}: {error}")
     Console(stderr=True).print(f"plot written to {path}")
 
@@ -310,8 +314,8 @@ def _load_results(path: Path, run_id: str | None):
         raise _OneLineError(f"no results CSV at {path}: {hint}")
     try:
         frame = summary.load(path, run_id)
-    except (ValueError, KeyError) as error:
-        raise click.UsageError(f"{path}: not a kbench results CSV ({error})")
+    except ValueError as error:
+        raise click.UsageError(f"{path}: not a kbench results CSV ({summary.first_line(error)})")
     if frame.empty:
         raise click.UsageError(f"{path}: no results" + (f" for run {run_id}" if run_id else ""))
     return frame
@@ -329,10 +333,15 @@ def _exit_code(results) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON instead of a table.")
 def list_command(problems_dir, solutions_dir, as_json) -> None:
     """List problems (family, official sizes, sweep space) and the solutions paired with them."""
-    from kbench.report.catalog import describe_problems
+    from kbench.report.catalog import describe_problems, unpaired_solutions
     from kbench.report.tables import problems_table
+    from kbench.solution import problem_files
 
+    if not problem_files(problems_dir):
+        raise _OneLineError(f"no problem files under {problems_dir} (a folder of .py problems, KernelBench's root "
+                            "or one of its level folders)")
     entries = describe_problems(problems_dir, solutions_dir)
+    print_unpaired(unpaired_solutions(problems_dir, solutions_dir), problems_dir)
     if as_json:
         click.echo(json.dumps([entry.__dict__ for entry in entries], indent=2, default=str))
     else:
@@ -340,13 +349,13 @@ def list_command(problems_dir, solutions_dir, as_json) -> None:
         console.print(problems_table(entries, width=console.width))
 
 
-def _or_usage_error(call, *arguments):
+def _or_usage_error(call, *arguments, hint: str = ""):
     """call(*arguments), with kbench's expected refusals (a device it cannot use, a solution no problem pairs
-    with) as one-line usage errors."""
+    with) as one-line usage errors, `hint` after the message."""
     try:
         return call(*arguments)
     except (DeviceError, PairingError) as error:
-        raise click.UsageError(str(error))
+        raise click.UsageError(f"{error}; {hint}" if hint else str(error))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,9 @@ class RunConfig:
     seed: int = 42                  # base seed: models are built under it, trial i uses seed + i
     atol: float | None = None       # absolute tolerance; None: DEFAULT_TOLERANCE by dtype
     rtol: float | None = None       # relative tolerance; None: DEFAULT_TOLERANCE by dtype
-    timeout_s: float = 900.0        # wall-clock limit of one evaluation, first build included
+    timeout_s: float | None = None  # run limit of one evaluation, its builds not counted; None: derived from the
+                                    # reference's time (judge/progress.py derived_run_limit)
+    build_timeout_s: float = 600.0  # build limit: a build phase, or the builds inside an evaluation
     cache_dir: Path = field(default_factory=default_cache_dir)  # builds and logs live here
     time: bool = True               # time correct candidates against the reference
     warmup: int = 3                 # untimed calls of each model before sampling
@@ -83,7 +85,7 @@ class RunConfig:
         import json
 
         relevant = {key: value for key, value in self.to_dict().items()
-                    if key not in ("cache_dir", "timeout_s", "device")}
+                    if key not in ("cache_dir", "timeout_s", "build_timeout_s", "device")}
         relevant["device_kind"] = device.split(":")[0]
         if self.precision == "float32":  # the default leaves the hash of every earlier run's settings as it was
             del relevant["precision"]

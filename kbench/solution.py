@@ -103,8 +103,7 @@ def pair_problem(solution_path: Path, problem_dirs: list[Path]) -> Path:
             if candidate.is_file() and candidate.resolve() != solution_path.resolve():
                 return candidate
             tried.append(str(candidate))
-    raise PairingError(f"no problem found for {solution_path} (looked for {', '.join(tried)}); "
-                       "pass --problem PATH")
+    raise PairingError(f"no problem found for {solution_path} (looked for {', '.join(tried)})")
 
 
 def folder_level(directory: Path) -> int | None:

@@ -101,8 +101,10 @@ def test_help_lists_commands_and_options():
     assert completed.returncode == 0 and "eval" in completed.stdout
     assert "the host clock on a CPU" in " ".join(completed.stdout.split())  # not "CUDA events" alone
     completed = kbench("eval", "--help")
-    for option in ("--problem", "--timeout", "--out", "--json", "--atol", "--cache-dir", "--device"):
+    for option in ("--problem", "--timeout", "--build-timeout", "--out", "--json", "--atol", "--cache-dir", "--device"):
         assert option in completed.stdout
+    for command in ("eval", "sweep"):  # the run limit's default is derived, and the help says from what
+        assert "derived from the reference's time" in " ".join(kbench(command, "--help").stdout.split())
 
 
 def test_executor_ray_without_ray_is_a_one_line_usage_error(tmp_path):

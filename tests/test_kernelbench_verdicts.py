@@ -206,6 +206,16 @@ def test_cli_prints_the_table_after_the_report(run):
     assert "SIGSEGV" in comparison and "3 disagree" in comparison
 
 
+def test_cli_puts_the_counts_and_the_lists_of_ids_on_lines_of_their_own(run):
+    folder, csv = run
+    completed = kbench("report", csv, "--kernelbench", folder, COLUMNS="200")
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    counts = next(line for line in lines if line.startswith("kbench vs KernelBench, level 1:"))
+    assert counts.rstrip().endswith("only in kbench's CSV, 1 not judged by kbench (e.g. skipped without a GPU)")
+    assert "only in eval_results.json: 17" in lines, lines
+
+
 def test_cli_json_holds_the_records(run):
     folder, csv = run
     completed = kbench("report", csv, "--kernelbench", folder / "eval_results.json", "--format", "json")

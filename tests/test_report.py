@@ -116,12 +116,16 @@ def test_piped_report_follows_columns(tmp_path):
     assert max(len(line) for line in wide.stdout.splitlines()) > 80
 
 
-def test_report_plot_into_a_new_folder_and_a_bad_extension_is_one_line(tmp_path):
+def test_report_plot_into_a_missing_folder_and_a_bad_extension_is_one_line(tmp_path):
     pytest.importorskip("matplotlib")
     csv_path = write_csv(tmp_path / "s.csv", synthetic_rows(["1_a", "2_b"] * 2, seed=1))
-    made = kbench("report", csv_path, "--plot", tmp_path / "new" / "deeper" / "best.png", cwd=tmp_path)
+    missing = kbench("report", csv_path, "--plot", tmp_path / "new" / "deeper" / "best.png", cwd=tmp_path)
+    assert missing.returncode == 2 and "no folder" in missing.stderr and "Traceback" not in missing.stderr
+    assert missing.stderr.strip().count("\n") == 0, missing.stderr
+    assert not (tmp_path / "new").exists()  # a mistyped folder is not made
+    made = kbench("report", csv_path, "--plot", tmp_path / "best.png", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
-    assert (tmp_path / "new" / "deeper" / "best.png").stat().st_size > 0
+    assert (tmp_path / "best.png").stat().st_size > 0
     bad = kbench("report", csv_path, "--plot", tmp_path / "best.xyz", cwd=tmp_path)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().count("\n") == 0 and ".png" in bad.stderr, bad.stderr
@@ -272,3 +276,73 @@ def test_two_levels_problem_12_get_labels_that_tell_them_apart(tmp_path):
     assert all(len(label) <= 30 for label in labels)
     text = render(summary_tables(summary.summarise(summary.load(rows_csv(tmp_path, rows))), width=80), 80)
     assert "L1 12 Matmul" in text and "L2 12 Gemm" in text
+
+
+def test_best_solution_is_only_a_trusted_one(tmp_path):
+    """README: unverified_time and noisy_timing (and every noting flag) keep a row out of "best solution"; the rule
+    is trusted_mask's, the one trusted fast_p counts by."""
+    rows = [{"problem": "a", "solution": "a_unverified.py", "status": "correct", "speedup": 9.0,
+             "flags": "unverified_time"},
+            {"problem": "a", "solution": "a_swept.py", "status": "correct", "speedup": 7.0, "flags": "sweep_failed"},
+            {"problem": "a", "solution": "a_plain.py", "status": "correct", "speedup": 1.2, "flags": "throttled"},
+            {"problem": "b", "solution": "b_unverified.py", "status": "correct", "speedup": 3.0,
+             "flags": "unverified_time"},
+            {"problem": "b", "solution": "b_wrong.py", "status": "incorrect"}]
+    best = {row["problem"]: row for row in summary.summarise(summary.load(rows_csv(tmp_path, rows))).best
+            .to_dict("records")}
+    assert (best["a"]["best_solution"], best["a"]["best_speedup"], best["a"]["outcome"]) == ("a_plain.py", 1.2,
+                                                                                               "faster")
+    assert best["b"]["best_solution"] is None and best["b"]["best_speedup"] is None
+    assert (best["b"]["outcome"], best["b"]["best_flags"], best["b"]["correct"]) == ("flagged", "unverified_time", 1)
+
+
+def test_a_file_that_is_not_a_results_csv_is_named_in_one_line_without_pandas_text(tmp_path):
+    other = tmp_path / "other.csv"
+    other.write_text("name,value\nx,1\n")
+    completed = kbench("report", other, cwd=tmp_path)
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    assert "not a kbench results CSV (no problem, solution, status columns)" in completed.stderr, completed.stderr
+    assert "Index(" not in completed.stderr and "dtype" not in completed.stderr
+
+
+def test_plot_title_names_one_run_or_counts_runs(tmp_path):
+    from kbench.report.plot import plot_title
+
+    rows = [{"problem": "a", "solution": "a1.py", "status": "correct", "speedup": 2.0}]
+    one = plot_title(summary.summarise(summary.load(rows_csv(tmp_path, rows))))
+    assert "best speedup per problem, run r on cpu" in one
+    two = rows + [{"problem": "b", "solution": "b1.py", "status": "correct", "speedup": 2.0, "run_id": "s"}]
+    path = write_csv(tmp_path / "two.csv", [{"run_id": "r", "device_name": "cpu", **row} for row in two])
+    title = plot_title(summary.summarise(summary.load(path)))
+    assert "best speedup per problem, 2 runs on cpu" in title and "run 2 runs" not in title
+
+
+def test_report_csv_writes_levels_as_whole_numbers(tmp_path):
+    rows = [{"problem": "12_Gemm", "solution": "a.py", "status": "correct", "speedup": 1.5,
+             "problem_path": "/kb/level2/12_Gemm.py"},
+            {"problem": "convt1d", "solution": "c.py", "status": "correct", "speedup": 1.1,
+             "problem_path": "problems/convt1d.py"}]
+    completed = kbench("report", rows_csv(tmp_path, rows), "--format", "csv", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    levels = {line.split(",")[0]: line.split(",")[-1] for line in completed.stdout.splitlines()[1:]}
+    assert levels == {"12_Gemm": "2", "convt1d": ""}, completed.stdout
+
+
+def test_list_of_kernelbench_root_shows_levels_and_names_unpaired_files(tmp_path):
+    for folder in ("level1", "level2"):
+        (tmp_path / "kb" / folder).mkdir(parents=True)
+        (tmp_path / "kb" / folder / f"12_{folder}_problem.py").write_text(PROBLEM)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "level_1_problem_12_sample_0_kernel.py").write_text("# candidate\n")
+    (tmp_path / "runs" / "level_3_problem_12_sample_0_kernel.py").write_text("# candidate\n")
+    listed = kbench("list", "--problems", tmp_path / "kb", "--solutions", tmp_path / "runs", cwd=tmp_path,
+                    COLUMNS="200")
+    assert listed.returncode == 0, listed.stderr
+    assert "L1 12 level1 problem" in listed.stdout and "L2 12 level2 problem" in listed.stdout, listed.stdout
+    assert "level_3_problem_12_sample_0_kernel.py" in listed.stderr and "1 solution(s) paired with no problem" \
+        in listed.stderr, listed.stderr
+    assert "--problem PATH" not in listed.stderr  # an option of eval's, not list's or sweep's
+    (tmp_path / "empty").mkdir()
+    empty = kbench("list", "--problems", tmp_path / "empty", cwd=tmp_path)
+    assert empty.returncode == 2 and "no problem files under" in empty.stderr, empty.stderr
+    assert empty.stderr.strip().count("\n") == 0 and not empty.stdout.strip()

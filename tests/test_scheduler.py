@@ -227,8 +227,11 @@ def test_a_build_s_timeout_does_not_count_its_waits_for_a_compile_slot(tmp_path)
     import threading
     import time
 
-    from kbench.schedule.pool import _wait
+    from kbench.config import RunConfig
     from kbench.extensions.slots import SlotServer, write_wrapper
+    from kbench.schedule.child import Limits
+    from kbench.schedule.job import ProgressRecord
+    from kbench.schedule.pool import _wait
 
     server = SlotServer(slots=1, lookahead=1)
     wrapper = tmp_path / "wrappers" / "c++"
@@ -239,11 +242,17 @@ def test_a_build_s_timeout_does_not_count_its_waits_for_a_compile_slot(tmp_path)
         threading.Timer(2.0, holder.close).start()
         return compiler_of_build(server, rank, [str(wrapper), "-c", "exit 0"], dict(os.environ))
 
+    def out_of_time(limits: Limits):
+        return lambda: limits.out_of_time(ProgressRecord())
+    config = RunConfig(device="cpu", cache_dir=tmp_path, build_timeout_s=1.0)
     excused = waiting_build(1)
-    assert _wait(excused, 1.0, lambda: None, lambda: server.waited_s(1)) == 0  # 2 s waited, then done at once
+    limits = Limits(config, build_only=True, excused_s=lambda: server.waited_s(1))
+    assert _wait(excused, out_of_time(limits), lambda: None) == 0  # 2 s waited, then done at once
     assert 1.5 < server.waited_s(1) < 4
     counted = waiting_build(2)
-    assert _wait(counted, 1.0, lambda: None) is None  # the same wait, counted: out of time
+    limits = Limits(config, build_only=True)
+    assert _wait(counted, out_of_time(limits), lambda: None) is None  # the same wait, counted: out of time
+    assert limits.exceeded == "the build limit (1 s, --build-timeout)"
     counted.kill()
     counted.wait()
     deadline = time.monotonic() + 10
@@ -281,7 +290,7 @@ def test_a_sweep_build_that_waits_for_a_compile_slot_is_not_timed_out(cpu_config
     threading.Thread(target=release_after_the_timeout, daemon=True).start()
     try:
         pair = (PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "compiles_at_import.py")
-        result = executor.build(pair, replace(cpu_config, timeout_s=timeout_s), "cpu", "run", 1, rank=1)
+        result = executor.build(pair, replace(cpu_config, build_timeout_s=timeout_s), "cpu", "run", 1, rank=1)
     finally:
         executor.end_builds()
     assert result.status == Status.BUILT, result.message

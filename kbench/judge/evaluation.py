@@ -144,6 +144,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
             reference = _reference_first(job, problem_module, context)
             if config.time:
                 reference.timed, reference.alone = _reference_in_runner(job, reference, context)
+            progress.limit_run(_reference_call_s(reference, context), config)
             _import_solution(job, context)
             official = context.official = _official_verdict(reference, context)
         context.reference_runner.kill()  # nothing after the official verdict needs it: its exit overlaps the sweep
@@ -165,6 +166,17 @@ class _Reference:
     stand_in: Callable[[], RemoteModel] | None = None  # waits for the same Model, begun in the reference's runner
     timed: RemoteModel | None = None  # that Model, built: the one timed (None: no timing)
     alone: Timing | None = None       # its timed calls before the candidate existed (None: not taken)
+
+
+def _reference_call_s(reference: _Reference, context: Context) -> float:
+    """One call of the reference, for the run limit (progress.derived_run_limit): its time alone where it was taken,
+    else a call of the judge's Model on fresh inputs (its first call ran under op recording, and warmed it up)."""
+    if reference.alone is not None:
+        return reference.alone.median_ms / 1e3
+    inputs = reference.make_inputs(context.config.seed + 100)
+    started = time.perf_counter()
+    call_reference(reference.model, inputs, context.device, cloned=True)
+    return time.perf_counter() - started
 
 
 def _reference_first(job: Job, problem_module, context: Context) -> _Reference:

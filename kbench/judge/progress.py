@@ -11,6 +11,7 @@ from typing import Callable
 
 from kbench import flags
 from kbench.config import RunConfig
+from kbench.judge.timing import MIN_SAMPLES_ALWAYS
 from kbench.schedule.job import ProgressRecord, SweepCounts
 from kbench.problem import describe_overrides
 from kbench.results import CheckResult, Outcome, Status
@@ -48,6 +49,13 @@ class Progress:
         self.record = replace(self.record, **fields)
         self._save()
 
+    def limit_run(self, reference_call_s: float, config: RunConfig) -> None:
+        """Write the run limit derived from the reference's call time into the record, for the parent to enforce
+        from now (unless --timeout set one)."""
+        if config.timeout_s is None:
+            limit_s, basis = derived_run_limit(reference_call_s, config)
+            self.update(run_limit_s=limit_s, run_limit_basis=basis)
+
     def sweep_step(self, counts: SweepCounts, configuration: str) -> None:
         self.record = replace(self.record, sweep=counts)
         self.enter("sweeping", configuration)
@@ -81,6 +89,31 @@ class Progress:
         if provisional is not self._provisional[0]:  # serialised once: the record is saved at every phase
             self._provisional = (provisional, provisional.to_dict() if provisional is not None else None)
         self.record.save(self.path, provisional=self._provisional[1])
+
+
+# The run limit where --timeout sets none: an honest candidate up to SLOWER_ALLOWED times slower per call than its
+# reference never runs out of it, and a hang ends after RUN_LIMIT_FLOOR_S where the reference is fast.
+SLOWER_ALLOWED = 1000
+RUN_LIMIT_FLOOR_S = 60.0
+RUN_LIMIT_MARGIN_S = 30.0  # loading the solution, building ModelNew, the judge's own checks
+GUARD_CALLS = 5            # the candidate's calls beyond the trials, the sweep and the timing rounds (guards)
+
+
+def candidate_calls(config: RunConfig) -> int:
+    """The candidate's calls in one evaluation whose time does not stop at the time budget: the trials, one per sweep
+    configuration, and per timing pass (two at most) its warm-up and the samples taken whatever the budget."""
+    return config.trials + config.sweep + 2 * (config.warmup + MIN_SAMPLES_ALWAYS + 1) + GUARD_CALLS
+
+
+def derived_run_limit(reference_call_s: float, config: RunConfig) -> tuple[float, str]:
+    """(seconds, how they were derived): SLOWER_ALLOWED x the reference's call time x the candidate's calls, plus
+    the timing passes' budgets and a margin; at least RUN_LIMIT_FLOOR_S."""
+    calls = candidate_calls(config)
+    derived = SLOWER_ALLOWED * reference_call_s * calls + 2 * config.time_budget_s + RUN_LIMIT_MARGIN_S
+    if derived <= RUN_LIMIT_FLOOR_S:
+        return RUN_LIMIT_FLOOR_S, f"the floor; the reference's call takes {reference_call_s * 1e3:.3g} ms"
+    return round(derived, 1), (f"{SLOWER_ALLOWED} x the reference's {reference_call_s * 1e3:.3g} ms x {calls} calls "
+                               f"+ {2 * config.time_budget_s + RUN_LIMIT_MARGIN_S:g} s")
 
 
 class Findings:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbench.names import natural_key, natural_sorted
-from kbench.solution import find_pairs, folder_level, problem_files
+from kbench.solution import Unpaired, find_pairs, folder_level, problem_files
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ class ProblemEntry:
     small: dict               # overrides used on a CPU device
     solutions: list           # solution files paired with this problem
     error: str = ""           # why the file could not be loaded, if it could not
+    level: int | None = None  # the KernelBench level its folder names (level2/ -> 2), None when it names none
 
 
 def describe_problems(problems_dir: Path, solutions_dir: Path) -> list[ProblemEntry]:
@@ -39,11 +40,12 @@ def describe_problems(problems_dir: Path, solutions_dir: Path) -> list[ProblemEn
             entries.append(ProblemEntry(
                 name=path.stem, path=str(path), family=getattr(module, "KBENCH_FAMILY", "") or family_of(path),
                 kernelbench=kernelbench, sizes=params.parameter_globals(module), sweep=space,
-                sweep_declared=declared, small=params.small_overrides(module), solutions=solutions))
+                sweep_declared=declared, small=params.small_overrides(module), solutions=solutions,
+                level=folder_level(path.parent)))
         except Exception as error:  # one broken file must not hide the others
             entries.append(ProblemEntry(name=path.stem, path=str(path), family="", kernelbench="", sizes={},
                                         sweep={}, sweep_declared=False, small={}, solutions=solutions,
-                                        error=f"{type(error).__name__}: {error}"))
+                                        error=f"{type(error).__name__}: {error}", level=folder_level(path.parent)))
     return entries
 
 
@@ -78,6 +80,11 @@ def family_of(path: Path) -> str:
             if word in name:
                 return family
     return _LEVEL_KINDS.get(level, "")
+
+
+def unpaired_solutions(problems_dir: Path, solutions_dir: Path) -> list[Unpaired]:
+    """The solution files no problem pairs with, with why, as `kbench sweep` finds them."""
+    return find_pairs(problems_dir, solutions_dir)[1] if solutions_dir.is_dir() else []
 
 
 def _paired_solutions(problems_dir: Path, solutions_dir: Path) -> dict[Path, list[str]]:

@@ -16,10 +16,9 @@ from kbench.names import problem_label
 OUTCOMES = {
     "faster": ("#1b9e77", "correct, faster than the reference"),
     "slower": ("#d95f02", "correct, slower than the reference"),
-    "flagged": ("#e6ab02", "correct, but flagged (best solution)"),
     "untimed": ("#7570b3", "correct, not timed"),
 }
-FAILED = ("#9e9e9e", "no correct solution (most common status)")
+FAILED = ("#9e9e9e", "no trusted correct solution (flagged, or the most common status)")
 TICKS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 ROW_INCHES = 0.24     # height per problem: labels never overlap
 HEADER_INCHES = 1.0   # title and legend
@@ -28,29 +27,30 @@ LABEL_CHARACTERS = 34
 
 def plot_title(summary) -> str:
     """Run and device on the first line; problems solved and trusted fast_1 on the second."""
-    runs = summary.run_ids[0] if len(summary.run_ids) == 1 else f"{len(summary.run_ids)} runs"
+    runs = f"run {summary.run_ids[0]}" if len(summary.run_ids) == 1 else f"{len(summary.run_ids)} runs"
     devices = ", ".join(summary.devices) or "unknown device"
     solved = int((summary.best["correct"] > 0).sum()) if len(summary.best) else 0
     trusted = summary.fast_p.get(1.0, 0.0)
-    return (f"kbench: best speedup per problem, run {runs} on {devices}\n"
+    return (f"kbench: best speedup per problem, {runs} on {devices}\n"
             f"{summary.problems} problems, {solved} with a correct solution; fast_1 {trusted:.0%} (trusted)")
 
 
-class UnknownFormat(ValueError):
-    """A file name whose extension matplotlib cannot write."""
+class BadPlotPath(ValueError):
+    """A file name whose extension matplotlib cannot write, or in a folder that does not exist."""
 
 
 def plot_best(best, path, title: str = "kbench: best speedup per problem") -> None:
-    """Draw summary.best_per_problem into an image at `path` (its folder made if missing; the format from its
-    extension): fastest at the top, unsolved at the bottom. Raises UnknownFormat before drawing anything."""
+    """Draw summary.best_per_problem into an image at `path` (in a folder that exists; the format from its
+    extension): fastest at the top, unsolved at the bottom. Raises BadPlotPath before drawing anything."""
     import matplotlib
     from matplotlib.backend_bases import FigureCanvasBase
 
     path = Path(path)
     formats = FigureCanvasBase.get_supported_filetypes()
     if path.suffix.lstrip(".").lower() not in formats:
-        raise UnknownFormat(f"name a file ending in one of .{', .'.join(sorted(formats))} (.png, say)")
-    path.parent.mkdir(parents=True, exist_ok=True)
+        raise BadPlotPath(f"name a file ending in one of .{', .'.join(sorted(formats))} (.png, say)")
+    if not path.parent.is_dir():  # a mistyped folder is the user's to fix, not kbench's to make
+        raise BadPlotPath(f"no folder {path.parent}")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -100,7 +100,8 @@ def _limits(speedups: list[float]) -> tuple[float, float]:
 
 def _draw_row(axis, index: int, row: dict) -> None:
     if not _solved(row):
-        status = "correct, not timed" if row.get("outcome") in OUTCOMES else row.get("outcome") or "none"
+        status = {"untimed": "correct, not timed", "flagged": "correct, all flagged"}.get(
+            row.get("outcome"), row.get("outcome") or "none")
         axis.plot([1.0], [index], marker="x", color=FAILED[0], markersize=5)
         axis.text(1.0, index, f"  {status}", va="center", ha="left", fontsize=7, color="#616161")
         return

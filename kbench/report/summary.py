@@ -47,12 +47,28 @@ def latest(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop_duplicates(subset=["problem", "solution"], keep="last").reset_index(drop=True)
 
 
+# Columns every results CSV has: without them a file is not one.
+REQUIRED_COLUMNS = ("problem", "solution", "status")
+
+
 def load(path: Path, run_id: str | None = None) -> pd.DataFrame:
-    """Read a results CSV; keep each (problem, solution)'s latest row (of run `run_id`, when given)."""
+    """Read a results CSV; keep each (problem, solution)'s latest row (of run `run_id`, when given). A ValueError
+    when it is not one."""
     frame = read(path)
+    missing = [column for column in REQUIRED_COLUMNS if column not in frame]
+    if missing:
+        raise ValueError(f"no {', '.join(missing)} column{'s' * (len(missing) > 1)}")
+    if run_id and "run_id" not in frame:
+        raise ValueError("no run_id column")
     if run_id:
         frame = frame[frame["run_id"] == run_id]
     return latest(frame)
+
+
+def first_line(error: BaseException) -> str:
+    """An error's first line: what pandas says of a file it cannot parse, without the rest."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def _text(row, column: str) -> str:
@@ -86,31 +102,35 @@ def trusted_mask(frame: pd.DataFrame) -> pd.Series:
 
 
 def best_per_problem(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per problem (natural order): its fastest correct solution (or none), how many were judged,
-    and its outcome: faster, slower, untimed, flagged (the best one raised a noting flag) or the most
-    common failing status when no solution is correct."""
+    """One row per problem (natural order): its fastest trusted solution (trusted_mask: correct, no flag but
+    throttled), how many were judged and were correct, and its outcome: faster, slower, untimed, flagged (correct
+    solutions, none trusted: their flags in best_flags, no best) or the most common failing status when no solution
+    is correct."""
     rows = [_best_row(problem, group) for problem, group in frame.groupby("problem", sort=False)]
     rows.sort(key=lambda row: natural_key(row["problem"]))
     best = pd.DataFrame(rows, columns=BEST_COLUMNS)
+    best["level"] = best["level"].astype("Int64")  # whole numbers (2, not 2.0) beside problems of no level
     return best.astype(object).where(best.notna(), None)  # missing is None, not NaN
 
 
 def _best_row(problem: str, group: pd.DataFrame) -> dict:
     correct = group[group["status"] == Status.CORRECT]
-    timed = correct.dropna(subset=["speedup"])
-    timed = timed[~_column(timed, "flags").str.contains(flags.NOISY_TIMING, regex=False)]  # never the best: noise
+    trusted = group[trusted_mask(group)]
+    timed = trusted.dropna(subset=["speedup"])
     best = timed.loc[timed["speedup"].idxmax()] if not timed.empty else (
-        correct.iloc[0] if not correct.empty else None)
+        trusted.iloc[0] if not trusted.empty else None)
     row = {"problem": problem, "solutions": len(group), "correct": len(correct), "level": _level(group)}
+    if best is None and not correct.empty:
+        raised = dict.fromkeys(flag for _, each in correct.iterrows() for flag in disqualifying_flags(each))
+        return {**row, "best_flags": ";".join(raised), "outcome": "flagged"}
     if best is None:
         return {**row, "outcome": group["status"].value_counts().idxmax()}
     number = lambda column: float(best[column]) if column in best and pd.notna(best[column]) else None
-    raised = disqualifying_flags(best)
     speedup = number("speedup")
-    outcome = "flagged" if raised else "untimed" if speedup is None else "faster" if speedup >= 1 else "slower"
+    outcome = "untimed" if speedup is None else "faster" if speedup >= 1 else "slower"
     return {**row, "best_solution": best["solution"], "best_speedup": speedup,
             "ref_median_ms": number("ref_median_ms"), "cand_median_ms": number("cand_median_ms"),
-            "best_flags": ";".join(raised) or None, "outcome": outcome}
+            "best_flags": None, "outcome": outcome}
 
 
 def _level(group: pd.DataFrame) -> int | None:

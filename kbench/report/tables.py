@@ -180,7 +180,7 @@ def problems_table(entries, width: int | None = None) -> Table:
     sizes = [Text(entry.error, style="red") if entry.error else
              Text(" ".join(f"{name}={value}" for name, value in entry.sizes.items())) for entry in entries]
     columns = [
-        Column("problem", [short_problem(entry.name, PROBLEM_WIDTH) for entry in entries]),
+        Column("problem", [problem_label(entry.name, entry.level, PROBLEM_WIDTH) for entry in entries]),
         Column("family", [entry.family for entry in entries], drop=3),
         Column("KernelBench", [entry.kernelbench for entry in entries], wrap=True, drop=4),
         Column("official sizes", sizes, wrap=True, drop=1),

@@ -138,7 +138,9 @@ def print_unpaired(unpaired, problems_dir: Path) -> None:
     for entry in unpaired:
         console.print(f"[yellow]not judged: {entry.reason}[/yellow]", soft_wrap=True)
     if unpaired:
-        console.print(f"[yellow]{len(unpaired)} solution(s) paired with no problem under {problems_dir}[/yellow]")
+        console.print(f"[yellow]{len(unpaired)} solution(s) paired with no problem under {problems_dir}: give "
+                      "--problems the folder their problems are in (KernelBench's root for run files of "
+                      "several levels)[/yellow]", soft_wrap=True)
 
 
 def warn_if_noisy(results) -> None:

@@ -74,7 +74,7 @@ def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, devi
     to wait for a compile slot (slots.SlotServer.environment). `identity`: the row's identity when the
     caller made it (a Ray node records the driver's paths and its own GPU), else made here. `on_progress`
     sees the worker's progress record every half second or so while it runs. `excused_s()`: seconds the
-    timeout does not count (the build's waits for compile slots). `overlap_ending`: return once the worker has
+    build limit does not count (the build's waits for compile slots). `overlap_ending`: return once the worker has
     written its outcome, its ending (CUDA teardown) overlapping this process's next evaluation on the device,
     whose judge waits for it before timing anything; only where every evaluation on the device goes through
     this process (not on Ray, whose tasks may run in other processes). `on_worker_started(pid)` is told the
@@ -162,13 +162,15 @@ def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, dev
         def report_progress():
             if on_progress is not None:
                 on_progress(ProgressRecord.load(Path(job.progress_path)))
+        limits = Limits(config, build_only, excused_s)
 
         def past_the_reference() -> bool:  # the next judge's warm-up stays out of the reference's time alone
             return ProgressRecord.load(Path(job.progress_path)).phase not in PHASES_BEFORE_THE_CANDIDATE
-        returncode = pool.run(Path(scratch) / "job.json", log_path, config.timeout_s, extra_environment, device,
-                              while_waiting=report_progress, warm=not build_only, excused_s=excused_s,
+        returncode = pool.run(Path(scratch) / "job.json", log_path,
+                              lambda: limits.out_of_time(ProgressRecord.load(Path(job.progress_path))),
+                              extra_environment, device, while_waiting=report_progress, warm=not build_only,
                               result_path=Path(job.result_path) if overlap_ending else None,
-                              on_start=on_worker_started, top_up_due=past_the_reference)
+                              on_start=limits.started(on_worker_started), top_up_due=past_the_reference)
         progress = ProgressRecord.load(Path(job.progress_path))
         if returncode != 0:  # a judge killed or dead left its runners' sessions
             for session in progress.runner_sessions:
@@ -177,17 +179,72 @@ def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, dev
         if outcome is not None:
             outcome = _with_ending(outcome, Path(job.result_path))
         if outcome is None:
-            outcome = lost_worker_outcome(progress, returncode, config, log_path, sizes)
+            outcome = lost_worker_outcome(progress, returncode, config, log_path, sizes, limits.exceeded)
     return recorded(identity, outcome, started)
 
 
+# Where --timeout sets no run limit, the judge derives one once it has timed the reference (judge/progress.py); until
+# then kbench's own phases before the candidate (the reference's) have this long.
+REFERENCE_PHASES_LIMIT_S = 600.0
+
+
+class Limits:
+    """A job's build limit and run limit, told apart by its progress record, read every pool.WAIT_STEP_S. A build
+    phase's seconds count against the build limit, less its waits for compile slots (`excused_s()`); an evaluation's
+    count against the build limit while the record says it builds, else against the run limit: --timeout's, or the one
+    the judge derives from the reference's time (counted from when it appears; until then the reference's phases have
+    REFERENCE_PHASES_LIMIT_S). `exceeded` names the limit that ran out, with its value."""
+
+    def __init__(self, config: RunConfig, build_only: bool, excused_s: Callable[[], float] = lambda: 0.0):
+        self.config, self.build_only, self.excused_s = config, build_only, excused_s
+        self.last = time.monotonic()
+        self.building_s = 0.0
+        self.running_s = 0.0
+        self.derived_from_s = 0.0  # running_s when the judge's derived run limit appeared
+        self.exceeded = ""
+
+    def started(self, on_worker_started: Callable[[int], None]) -> Callable[[int], None]:
+        """`on_worker_started`, once the limits' clock starts anew: a worker's own start (a fork server importing
+        torch, say) is kbench's, not the job's."""
+        def start(pid: int) -> None:
+            self.last = time.monotonic()
+            on_worker_started(pid)
+        return start
+
+    def out_of_time(self, record: ProgressRecord) -> bool:
+        now = time.monotonic()
+        step, self.last = now - self.last, now
+        if self.build_only or record.building:
+            self.building_s += step
+        else:
+            self.running_s += step
+        self.exceeded = self._exceeded(record)
+        return bool(self.exceeded)
+
+    def _exceeded(self, record: ProgressRecord) -> str:
+        config = self.config
+        if self.building_s - self.excused_s() > config.build_timeout_s:
+            return f"the build limit ({config.build_timeout_s:g} s, --build-timeout)"
+        if config.timeout_s is not None:
+            return f"the run limit ({config.timeout_s:g} s, --timeout)" if self.running_s > config.timeout_s else ""
+        if record.run_limit_s is None:
+            self.derived_from_s = self.running_s
+            if self.running_s > REFERENCE_PHASES_LIMIT_S:
+                return f"the limit of the reference's phases ({REFERENCE_PHASES_LIMIT_S:g} s)"
+            return ""
+        if self.running_s - self.derived_from_s > record.run_limit_s:
+            return f"the run limit ({record.run_limit_s:g} s: {record.run_limit_basis}; --timeout sets one)"
+        return ""
+
+
 def lost_worker_outcome(progress: ProgressRecord, returncode: int | None, config: RunConfig, log_path: Path,
-                        sizes: str = "") -> Outcome:
-    """A verdict for a worker that hung or died, from what its progress file says it was doing."""
+                        sizes: str = "", limit: str = "") -> Outcome:
+    """A verdict for a worker that hung or died, from what its progress file says it was doing; `limit`: the one
+    that ran out (Limits.exceeded), for a hang."""
     phase = progress.phase
     if returncode is None:
         where = f"building {progress.building}" if progress.building else phase
-        what = f"no result after {config.timeout_s:g} s while {where}"
+        what = f"no result within {limit or 'its time limit'} while {where}"
     elif returncode < 0:
         what = f"worker killed by {signal_name(-returncode)} while {phase}"
     else:

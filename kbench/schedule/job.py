@@ -70,6 +70,8 @@ class ProgressRecord:
     provisional: Outcome | None = None  # the official verdict, once known (kept if a sweep kills the worker)
     sweep: SweepCounts = SweepCounts()
     runner_sessions: tuple[int, ...] = ()  # the judge's runners' sessions (the parent kills them with the judge)
+    run_limit_s: float | None = None    # the run limit the judge derived from the reference's time (the parent
+    run_limit_basis: str = ""           # enforces it from when it appears, builds not counted), and how it was
 
     def save(self, path: Path, provisional: dict | None = None) -> None:
         """`provisional`: this record's provisional outcome as a dict, when the caller has it already (a sweep

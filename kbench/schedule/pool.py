@@ -63,16 +63,15 @@ class WorkerPool:
 
     # --- running a job ---------------------------------------------------------------------------
 
-    def run(self, job_path: Path, log_path: Path, timeout_s: float, extra_environment: dict,
+    def run(self, job_path: Path, log_path: Path, out_of_time: Callable[[], bool], extra_environment: dict,
             device: str, while_waiting: Callable[[], None] = lambda: None, warm: bool = True,
-            excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None,
-            on_start: Callable[[int], None] = lambda pid: None,
+            result_path: Path | None = None, on_start: Callable[[int], None] = lambda pid: None,
             top_up_due: Callable[[], bool] = lambda: True) -> int | None:
         """Run one job in a worker; kill the worker's session when done or out of time. Returns the exit
         code (negative: killed by that signal), or None on timeout. `while_waiting` runs about every
-        WAIT_STEP_S while the worker runs (to show its progress). `warm`: a waiting worker (its CUDA contexts
-        made) may take the job; a build, which needs none, gets a fresh one. `excused_s()`: seconds so far
-        that the timeout does not count (a build's waits for compile slots). `result_path`: where the worker
+        WAIT_STEP_S while the worker runs (to show its progress), then `out_of_time()` (True: its limit ran out,
+        the worker's session is killed at once). `warm`: a waiting worker (its CUDA contexts
+        made) may take the job; a build, which needs none, gets a fresh one. `result_path`: where the worker
         writes its result; once it exists this returns 0 and the worker ends in the background, the next
         evaluation on `device` waiting for it (ending_marker). `on_start(pid)` is told the worker's pid at once.
         A waiting worker taken is replaced once `top_up_due()` (asked while the worker runs) says so, at the latest
@@ -93,7 +92,7 @@ class WorkerPool:
                     pass  # the waiting worker died: its exit code tells what happened
             on_start(process.pid)
             try:
-                returncode = _wait(process, timeout_s, while_waiting, excused_s, result_path, top_up.when_due)
+                returncode = _wait(process, out_of_time, while_waiting, result_path, top_up.when_due)
             except BaseException:
                 self._end(process)
                 raise
@@ -353,28 +352,25 @@ class _TopUp:
             self.top_up()
 
 
-def _wait(process: Worker, timeout_s: float, while_waiting: Callable[[], None],
-          excused_s: Callable[[], float] = lambda: 0.0, result_path: Path | None = None,
-          on_step: Callable[[], None] = lambda: None) -> int | None:
-    """The worker's exit code; None when it runs past `timeout_s` plus what `excused_s()` says; _RESULT_WRITTEN
-    when `result_path` exists and the worker has not exited yet. `on_step` runs at every look (every
+def _wait(process: Worker, out_of_time: Callable[[], bool], while_waiting: Callable[[], None],
+          result_path: Path | None = None, on_step: Callable[[], None] = lambda: None) -> int | None:
+    """The worker's exit code; None once `out_of_time()` (asked every WAIT_STEP_S, after `while_waiting()`) says so;
+    _RESULT_WRITTEN when `result_path` exists and the worker has not exited yet. `on_step` runs at every look (every
     RESULT_POLL_S while a result is awaited, else every WAIT_STEP_S)."""
-    started = time.monotonic()
     step = WAIT_STEP_S if result_path is None else RESULT_POLL_S
-    progress_due = started + WAIT_STEP_S
+    progress_due = time.monotonic() + WAIT_STEP_S
     while True:
-        left = started + timeout_s + excused_s() - time.monotonic()
         try:
-            return process.wait(timeout=max(0.0, min(step, left)))
+            return process.wait(timeout=step)
         except subprocess.TimeoutExpired:
             on_step()
             if result_path is not None and result_path.exists():
                 return _RESULT_WRITTEN
-            if left <= 0:
-                return None
             if time.monotonic() >= progress_due:
                 progress_due += WAIT_STEP_S
                 while_waiting()
+                if out_of_time():
+                    return None
 
 
 _pool: WorkerPool | None = None
