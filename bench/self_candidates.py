@@ -48,11 +48,12 @@ def write_run_folder(kernelbench: Path, levels: dict[int, range], run: Path) -> 
 
 
 def sweep(kernelbench: Path, levels: dict[int, range], run: Path, csv: Path, code: Path, extra: list[str]) -> None:
-    environment = dict(os.environ, PYTHONPATH=str(code))
+    # The tree's kbench first (and run from it: `python -m` puts the working folder ahead of PYTHONPATH).
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")])))
     for level in levels:
-        subprocess.run([sys.executable, "-m", "kbench", "sweep", "--problems", str(kernelbench / f"level{level}"),
-                        "--solutions", str(run / f"level{level}"), "--out", str(csv), "--sweep", "0", *extra],
-                       cwd=REPO, env=environment, check=False)
+        subprocess.run([sys.executable, "-m", "kbench", "sweep", "--problems", str(kernelbench.resolve() / f"level{level}"),
+                        "--solutions", str(run.resolve() / f"level{level}"), "--out", str(csv.resolve()), "--sweep", "0",
+                        *extra], cwd=code, env=environment, check=False)
 
 
 def report(frame: pd.DataFrame) -> None:

@@ -4,9 +4,7 @@ Each fixture is described in tests/fixtures/arenas/README.md."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from dataclasses import replace
 
 import pytest
@@ -57,11 +55,10 @@ def test_the_reference_s_own_code_is_correct_on_the_problem_s_layout(config, pro
 def test_timed_rounds_reload_the_arguments_with_their_layout(config, problem):
     """Each round's contents are loaded into both runners' arenas, laid out as the problem's (an expanded view
     cannot be written element by element), and the timed outputs are checked against the reference's (stale_output
-    otherwise); a busy host may still read as time outside the candidate's timer, which is not about the arguments."""
+    otherwise)."""
     result = evaluate(ARENAS / "problems" / problem, ARENAS / "reference_code.py", config)
-    timed = result.status == Status.CORRECT and result.candidate_timing is not None
-    assert timed or set(result.flags) & set(flags.REJECTING) == {flags.TIMING_MISMATCH}, (result.status,
-                                                                                           result.message)
+    assert result.status == Status.CORRECT and result.candidate_timing is not None, (result.status, result.message)
+    assert not set(result.flags) & set(flags.REJECTING), (result.flags, result.message)
 
 
 @pytest.mark.parametrize("problem", LAYOUTS)
@@ -76,8 +73,9 @@ def test_links_planted_where_arenas_were_lead_the_judge_nowhere(config, tmp_path
     existing, missing = tmp_path / "existing", tmp_path / "missing"
     existing.write_bytes(b"untouched")
     missing.mkdir()
-    shutil.copy(ARENAS / "plant_links.py", tmp_path / "plant_links.py")
-    (tmp_path / "plant_links.json").write_text(json.dumps({"existing": str(existing), "missing": str(missing)}))
+    targets = {"existing": str(existing), "missing": str(missing)}  # in its source: it reads no file beside it
+    (tmp_path / "plant_links.py").write_text((ARENAS / "plant_links.py").read_text().replace(
+        'TARGETS = {"existing": "", "missing": ""}', f"TARGETS = {targets!r}"))
     result = evaluate(PROBLEMS / "axpy.py", tmp_path / "plant_links.py", config)
     assert result.status == Status.INCORRECT, (result.status, result.message)
     assert "no more room" in result.message, result.message
@@ -104,8 +102,7 @@ def test_an_output_far_larger_than_the_reference_s_is_the_candidate_s_failure_on
 def test_layouts_cross_to_the_runners_on_a_gpu(gpu_cache_dir, problem):
     config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=0.5, sweep=0)
     honest = evaluate(ARENAS / "problems" / problem, ARENAS / "reference_code.py", config)
-    assert honest.status == Status.CORRECT or set(honest.flags) & set(flags.REJECTING) == {flags.TIMING_MISMATCH}, (
-        honest.status, honest.message)  # as on a CPU (test_timed_rounds_reload_the_arguments_with_their_layout)
+    assert honest.status == Status.CORRECT, (honest.status, honest.message)
     assert flags.MUTATED_INPUTS not in honest.flags and flags.STALE_OUTPUT not in honest.flags, honest.message
     if problem in LAYOUTS:
         ignorer = evaluate(ARENAS / "problems" / problem, ARENAS / "ignores_strides.py", replace(config, time=False))

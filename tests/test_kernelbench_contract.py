@@ -197,8 +197,8 @@ def test_the_cli_records_the_precision_in_its_column_and_its_settings_hash(tmp_p
     assert list(rows["precision"]) == ["bfloat16", "float32"] and rows["settings"].nunique() == 2
     # float32, the default, leaves the settings hash of earlier runs as it was: the hash of the settings without it
     earlier = RunConfig(device="cpu", time=False, sweep=0).to_dict()
-    earlier = {key: value for key, value in earlier.items() if key not in ("cache_dir", "timeout_s", "device",
-                                                                          "precision")}
+    earlier = {key: value for key, value in earlier.items()
+               if key not in ("cache_dir", "timeout_s", "build_timeout_s", "device", "precision")}
     digest = hashlib.sha256(json.dumps({**earlier, "device_kind": "cpu"}, sort_keys=True).encode()).hexdigest()
     assert rows["settings"].iloc[1] == digest[:12]
 
@@ -270,7 +270,7 @@ def test_on_a_gpu_bfloat16_is_cast_and_times_are_cuda_event_milliseconds(tmp_pat
                   measure_performance=True, num_perf_trials=20)
     assert result.compiled and result.correctness, result.metadata
     assert result.metadata["device"] == "cuda:0" and result.metadata["hardware"] == torch.cuda.get_device_name(0)
-    assert result.runtime_stats["timer"] in ("cuda-events", "cuda-graph") and result.runtime_stats["num_trials"] >= 20
+    assert result.runtime_stats["timer"] == "judge-clock" and result.runtime_stats["num_trials"] >= 20
     # a linear layer of 8x32 takes microseconds: in milliseconds its mean is well below one
     assert 0 < result.runtime < 1 and 0 < result.ref_runtime < 1
     assert result.reward == result.result.speedup > 0

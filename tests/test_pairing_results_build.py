@@ -36,7 +36,8 @@ def test_pairs_by_stem_by_folder_and_by_kernelbench_id(tree):
 
 
 def test_unpaired_solution_says_what_was_tried(tree):
-    with pytest.raises(PairingError, match="--problem"):
+    """It names the paths it looked for (the CLI adds the option to pass: `--problem` for eval, `--problems` for sweep)."""
+    with pytest.raises(PairingError, match="looked for .*problems"):
         pair_problem(tree / "solutions" / "nothing.py", [tree / "problems"])
 
 

@@ -36,6 +36,10 @@ from kbench.runner.limits import (OWN_FOLDERS_VARIABLE, READABLE_VARIABLE, READS
                                   private_shm)
 
 
+# Descriptors handed over in one message at most (Linux's SCM_MAX_FD is 253): a ring of many input sets has more.
+DESCRIPTORS_PER_MESSAGE = 200
+
+
 class RunnerDied(Exception):
     """The runner's pipe closed: it exited or was killed (`returncode` as subprocess gives it). `ready`: it had
     finished starting (its CUDA context) and could have run the candidate's code."""
@@ -181,7 +185,8 @@ class RunnerProcess:
         """Hand the runner open files (the job's log, arenas) right after a command that says they follow."""
         channel = socket.socket(fileno=self.commands)
         try:
-            socket.send_fds(channel, [b"F"], list(fds))
+            for first in range(0, len(fds), DESCRIPTORS_PER_MESSAGE):  # the kernel takes at most 253 in one
+                socket.send_fds(channel, [b"F"], list(fds[first:first + DESCRIPTORS_PER_MESSAGE]))
         except OSError:
             raise RunnerDied(self._returncode(), self, self.ready) from None
         finally:

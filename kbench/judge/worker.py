@@ -26,7 +26,7 @@ from kbench.judge import evaluation, guards
 from kbench.schedule.job import Job, write_json_atomic
 from kbench.judge.progress import Progress
 from kbench.judge.remote_process import Runners
-from kbench.processes import PARENT_REAPS_VARIABLE, open_log, output_to
+from kbench.processes import PARENT_REAPS_VARIABLE, open_files_to_the_limit, open_log, output_to
 from kbench.loading import release_cached_memory, warm_cuda_libraries
 from kbench.results import Outcome
 from kbench.runner.limits import judge_protection
@@ -43,6 +43,7 @@ def main(argv: list[str]) -> int:
     """
     faulthandler.enable()  # a segfault leaves a Python stack in the log
     die_with_parent()
+    open_files_to_the_limit()
     judge_protection()
     os.nice(int(os.environ.get("KBENCH_NICE", "0")))  # a build: the compilers it starts inherit it
     if argv[0] == "--wait":
