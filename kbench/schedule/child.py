@@ -172,6 +172,8 @@ def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, dev
                               result_path=Path(job.result_path) if overlap_ending else None,
                               on_start=limits.started(on_worker_started), top_up_due=past_the_reference)
         progress = ProgressRecord.load(Path(job.progress_path))
+        if on_progress is not None:  # the last record too: a short evaluation can end between two reads
+            on_progress(progress)
         if returncode != 0:  # a judge killed or dead left its runners' sessions
             for session in progress.runner_sessions:
                 kill_session(session)
