@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from kbench.runner.limits import READS_VARIABLE
 from kbench.schedule.forkserver import ForkedWorker
 from kbench.processes import kill_session
 from kbench.schedule.pool import worker_pool
@@ -76,8 +77,10 @@ def test_a_forked_worker_reports_its_exit_code_and_signal(cpu_config):
     worker_pool().stop_waiting()
 
 
-def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_path):
+def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_path, monkeypatch):
     from kbench.schedule.scheduler import LocalExecutor
+
+    monkeypatch.setenv(READS_VARIABLE, "open")  # the candidate reads its judge's /proc folder: the point is the fork
 
     solution = tmp_path / "tells_parent.py"
     # The solution runs in the build worker's runner: the worker (the judge) is its parent, the server the judge's.
@@ -182,9 +185,11 @@ def started_ahead(waiting: bool):
     return ahead
 
 
-def test_a_build_server_started_ahead_is_the_one_the_first_build_forks_from(cpu_config, tmp_path):
+def test_a_build_server_started_ahead_is_the_one_the_first_build_forks_from(cpu_config, tmp_path, monkeypatch):
     # kbench sweep starts it first thing, so that its import of torch overlaps the sweep's own.
     from kbench.schedule.scheduler import LocalExecutor
+
+    monkeypatch.setenv(READS_VARIABLE, "open")  # as above
 
     pool = worker_pool()
     ahead = started_ahead(waiting=False)
