@@ -18,7 +18,7 @@ import torch
 
 from kbench.judge.progress import Stop
 from kbench.judge.remote_process import RunnerDied, RunnerProcess, describe_exit
-from kbench.loading import release_cached_memory
+from kbench.loading import release_cached_memory, synchronize
 from kbench.results import Status
 from kbench.runner import wire
 from kbench.runner.arenas import dtype_name, dtype_of, extent, nbytes, plain, storage_bytes, storage_groups
@@ -160,14 +160,12 @@ class RemoteModel:
         reply = _parsed(self._reply(self.runner.request(message)))
         self.last = reply
         outputs = BatchOutputs(self._ring_copies(reply, count) if count else [], reply.sequence)
-        if self.runner.device.type == "cuda":
-            torch.cuda.synchronize(self.runner.device)
+        synchronize(self.runner.device)
         return outputs
 
     def copy_ms(self, count: int) -> float:
         """The judge's own copy of `count` slots of every output (what each batch of `count` does inside its clock),
         timed on its clock: measured with the runners idle, it is subtracted from every batch (timed_sides.py)."""
-        synchronize = torch.cuda.synchronize if self.runner.device.type == "cuda" else (lambda device: None)
         synchronize(self.runner.device)
         started = time.perf_counter()
         for index, (arena, stride) in enumerate(self.ring_slots):

@@ -274,7 +274,7 @@ class Runner:
             if tensor is None or key[0] not in self.arenas.buffers:
                 tensor = self.views[key] = self.arenas.view(ref["arena"], dtype_of(ref["dtype"]), *key[2:])
             else:
-                torch._C._autograd._unsafe_set_version_counter((tensor,), (tensor._version + 1,))
+                _advance_versions([tensor])
             return tensor
         return wire.decode_value(item["value"])
 
