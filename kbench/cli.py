@@ -62,6 +62,10 @@ def run_options(command):
                           "from the reference's time: 1000x its calls plus a margin, at least 60 s]."),
         click.option("--build-timeout", "build_timeout_s", default=600.0, show_default=True,
                      type=click.FloatRange(1), help="Build limit: wall-clock seconds of a solution's builds."),
+        click.option("--call-timeout", "call_timeout_s", default=60.0, show_default=True, type=click.FloatRange(0),
+                     help="A request to the candidate (import, build, a call, a timing batch) that takes longer "
+                          "than this, or than 1000x the reference's time for its calls, ends the run as a "
+                          "timeout; 0: off."),
         click.option("--time/--no-time", "do_time", default=True, show_default=True,
                      help="Time correct candidates against the reference."),
         click.option("--time-budget", "time_budget_s", default=10.0, show_default=True,
@@ -112,10 +116,11 @@ def _parse_baselines(context, parameter, value: str) -> tuple[str, ...]:
     return tuple(name for name in names if name != "eager")
 
 
-def build_config(device, trials, seed, atol, rtol, timeout_s, build_timeout_s, do_time, time_budget_s, target_rse,
-                 sweep, strict, full_size, policy, baselines, guards, cache_dir, precision="float32") -> RunConfig:
+def build_config(device, trials, seed, atol, rtol, timeout_s, build_timeout_s, call_timeout_s, do_time, time_budget_s,
+                 target_rse, sweep, strict, full_size, policy, baselines, guards, cache_dir,
+                 precision="float32") -> RunConfig:
     return RunConfig(device=device, trials=trials, seed=seed, atol=atol, rtol=rtol, timeout_s=timeout_s,
-                     build_timeout_s=build_timeout_s, time=do_time, time_budget_s=time_budget_s, target_rse=target_rse,
+                     build_timeout_s=build_timeout_s, call_timeout_s=call_timeout_s, time=do_time, time_budget_s=time_budget_s, target_rse=target_rse,
                      sweep=sweep, strict=strict, full_size=full_size, policy=policy, baselines=baselines,
                      guards=guards, cache_dir=cache_dir or default_cache_dir(), precision=precision)
 

@@ -44,6 +44,8 @@ class RunConfig:
     timeout_s: float | None = None  # run limit of one evaluation, its builds not counted; None: derived from the
                                     # reference's time (judge/progress.py derived_run_limit)
     build_timeout_s: float = 600.0  # build limit: a build phase, or the builds inside an evaluation
+    call_timeout_s: float = 60.0    # a request to the candidate's runner ends the run (timeout) after this long, or
+                                    # 1000x the reference's time for the calls it asks for if longer; 0: no limit
     cache_dir: Path = field(default_factory=default_cache_dir)  # builds and logs live here
     time: bool = True               # time correct candidates against the reference
     warmup: int = 3                 # untimed calls of each model before sampling
@@ -85,7 +87,7 @@ class RunConfig:
         import json
 
         relevant = {key: value for key, value in self.to_dict().items()
-                    if key not in ("cache_dir", "timeout_s", "build_timeout_s", "device")}
+                    if key not in ("cache_dir", "timeout_s", "build_timeout_s", "call_timeout_s", "device")}
         relevant["device_kind"] = device.split(":")[0]
         if self.precision == "float32":  # the default leaves the hash of every earlier run's settings as it was
             del relevant["precision"]

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from kbench.config import RunConfig
-from kbench.judge.progress import RUN_LIMIT_FLOOR_S, SLOWER_ALLOWED, candidate_calls, derived_run_limit
+from kbench.judge.progress import (RUN_LIMIT_FLOOR_S, SLOWER_ALLOWED, answer_limit, candidate_calls,
+                                   derived_run_limit)
 from kbench.results import Status
 from kbench.schedule.child import Limits, evaluate
 from kbench.schedule.job import ProgressRecord
@@ -102,6 +103,28 @@ def test_the_derived_run_limit_has_a_floor_and_room_for_a_candidate_1000x_slower
     assert f"{SLOWER_ALLOWED} x the reference's 50 ms x {candidate_calls(config)} calls" in basis
     # Every call the candidate makes is counted: trials, sweep configurations, warm-up and the timing rounds.
     assert candidate_calls(RunConfig(trials=10, sweep=8)) - candidate_calls(RunConfig(trials=5, sweep=0)) == 13
+
+
+def test_a_request_may_take_the_call_timeout_or_1000x_the_reference_s_time_for_its_calls(tmp_path):
+    limit = answer_limit(0.002, quick(tmp_path, call_timeout_s=60))
+    assert limit({"op": "import"}) == (60, "--call-timeout 60 s")
+    assert limit({"op": "call", "instance": "x"}) == (60, "--call-timeout 60 s")  # 2 s: under the floor
+    batch_s, basis = limit({"op": "batch", "instance": "x", "count": 40})
+    assert batch_s == pytest.approx(SLOWER_ALLOWED * 0.002 * 40) and basis == \
+        f"{SLOWER_ALLOWED} x the reference's 2 ms x 40 call(s)"
+    assert answer_limit(5.0, quick(tmp_path))({"op": "call"})[0] == pytest.approx(SLOWER_ALLOWED * 5.0)
+    assert answer_limit(0.002, quick(tmp_path, call_timeout_s=0)) is None
+
+
+def test_a_hang_ends_after_the_call_timeout_whatever_the_run_limit(tmp_path, cache_dir):
+    """No --timeout: the derived run limit is a minute, yet the judge stops waiting for the hanging call after
+    --call-timeout and kills the runner; the verdict is the candidate's timeout."""
+    (tmp_path / "hangs.py").write_text(HANG)
+    started = time.monotonic()
+    result = evaluate(AXPY, tmp_path / "hangs.py", quick(tmp_path, call_timeout_s=2, cache_dir=cache_dir))
+    assert result.status == Status.TIMEOUT, result.message
+    assert "no answer within 2 s (--call-timeout 2 s): the judge killed it while checking" in result.message
+    assert time.monotonic() - started < RUN_LIMIT_FLOOR_S / 2
 
 
 def test_the_judge_writes_the_derived_run_limit_for_the_parent(tmp_path):

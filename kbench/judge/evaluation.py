@@ -31,7 +31,7 @@ from kbench.judge.quiet import QuietGpu
 from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.processes import open_log
-from kbench.judge.progress import Context, Findings, Progress, Stop
+from kbench.judge.progress import Context, Findings, Progress, Stop, answer_limit
 from kbench.judge.remote import OutputRoom, RemoteModel, begin_stand_in, failure_of, new_candidate
 from kbench.judge.remote_process import RunnerDied, Runners, describe_exit
 from kbench.results import Outcome, Status, Timing
@@ -144,7 +144,9 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
             reference = _reference_first(job, problem_module, context)
             if config.time:
                 reference.timed, reference.alone = _reference_in_runner(job, reference, context)
-            progress.limit_run(_reference_call_s(reference, context), config)
+            reference_call_s = _reference_call_s(reference, context)
+            progress.limit_run(reference_call_s, config)
+            context.runner.answer_limit = answer_limit(reference_call_s, config)
             _import_solution(job, context)
             official = context.official = _official_verdict(reference, context)
         context.reference_runner.kill()  # nothing after the official verdict needs it: its exit overlaps the sweep

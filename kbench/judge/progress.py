@@ -116,6 +116,24 @@ def derived_run_limit(reference_call_s: float, config: RunConfig) -> tuple[float
                                f"+ {2 * config.time_budget_s + RUN_LIMIT_MARGIN_S:g} s")
 
 
+def answer_limit(reference_call_s: float, config: RunConfig) -> Callable[[dict], tuple[float, str]] | None:
+    """How long the candidate's runner may take to answer a request (remote_process.RunnerProcess.answer_limit):
+    --call-timeout, or SLOWER_ALLOWED x the reference's call time for the calls the request asks for, whichever is
+    longer. None where --call-timeout is 0. A hang then ends after about --call-timeout, whatever the reference."""
+    floor_s = config.call_timeout_s
+    if not floor_s:
+        return None
+
+    def limit(message: dict) -> tuple[float, str]:
+        calls = 1 if message.get("op") == "call" else int(message.get("count") or 0) if message.get("op") == "batch" \
+            else 0
+        derived = SLOWER_ALLOWED * reference_call_s * calls
+        if derived <= floor_s:
+            return floor_s, f"--call-timeout {floor_s:g} s"
+        return derived, f"{SLOWER_ALLOWED} x the reference's {reference_call_s * 1e3:.3g} ms x {calls} call(s)"
+    return limit
+
+
 class Findings:
     """Flags the guards raised (each with its message, in order) and notes that are not flags."""
 

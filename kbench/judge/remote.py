@@ -17,7 +17,7 @@ from typing import Callable
 import torch
 
 from kbench.judge.progress import Stop
-from kbench.judge.remote_process import RunnerDied, RunnerProcess, describe_exit
+from kbench.judge.remote_process import RunnerDied, RunnerProcess, RunnerSilent, describe_exit
 from kbench.loading import release_cached_memory, synchronize
 from kbench.results import Status
 from kbench.runner import wire
@@ -344,6 +344,9 @@ def _begin(model: RemoteModel, op: str, init_inputs: list, seed: int, overrides:
 
 
 def failure_of(error: RunnerDied, phase: str) -> Stop:
-    """A runner that died is the candidate's doing: crashed (with the signal), in the phase it died in."""
+    """A runner that died is the candidate's doing: crashed (with the signal), in the phase it died in; one that
+    did not answer in time (and was killed) timed out."""
+    if isinstance(error, RunnerSilent):
+        return Stop(Status.TIMEOUT, f"{error} while {phase}")
     return Stop(Status.CRASHED, f"{describe_exit(error.returncode)} while {phase}")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -22,6 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -88,6 +90,16 @@ def runner_environment(judge: dict[str, str], scratch: Path, settings: dict[str,
 _LIVE: set[int] = set()
 
 
+class RunnerSilent(RunnerDied):
+    """The runner gave no answer within the limit the judge set for the request (RunnerProcess.answer_limit); the
+    judge killed it."""
+
+    def __init__(self, limit_s: float, basis: str, runner: "RunnerProcess"):
+        super().__init__(None, runner)
+        self.limit_s, self.basis = limit_s, basis
+        self.args = (f"no answer within {limit_s:.3g} s ({basis}): the judge killed it",)
+
+
 class RunnerProcess:
     """One runner: started (warming up) as early as the judge can, used by one evaluation, then killed.
     `protected`: the reference's runner, which the candidate's must not be able to trace (limits.protect).
@@ -131,6 +143,10 @@ class RunnerProcess:
         os.close(replies_write)
         self.arenas = JudgeArenas(self.device)
         self.ready = False  # the runner said it started
+        # How long it may take to answer a request, and why (progress.answer_limit; None: as long as the run limit
+        # lets it); the deadline of the request sent last.
+        self.answer_limit: Callable[[dict], tuple[float, str]] | None = None
+        self._answer_by: tuple[float, float, str] | None = None
         # The candidate's runner, in a cgroup of its own before any candidate code runs: pause() stops all it
         # starts, whatever its process group or session (freezer.py). Not for the reference's, nor for a build.
         self.freezer = None if protected or build_only else _freezer_for(self.process.pid)
@@ -171,6 +187,9 @@ class RunnerProcess:
     def send(self, message: dict) -> None:
         """Send a command; reply() waits for its answer (the judge may work meanwhile)."""
         arenas, descriptors = self.arenas.take_unsent()
+        if self.answer_limit is not None:
+            limit_s, basis = self.answer_limit(message)
+            self._answer_by = (time.monotonic() + limit_s, limit_s, basis)
         try:
             wire.send(self.commands, dict(message, arenas=arenas))
             if descriptors:  # new arenas' shared memory, which the runner maps before it reads the message
@@ -196,6 +215,7 @@ class RunnerProcess:
         """The reply to the command sent last; progress messages on the way go to `on_progress`."""
         try:
             while True:
+                self._wait_for_reply()
                 reply = wire.receive(self.replies)
                 if reply.get("event") == "ready":  # sent before any command: it is read with the first reply
                     self.ready = True
@@ -207,6 +227,16 @@ class RunnerProcess:
                 return reply
         except (wire.ChannelClosed, BrokenPipeError):
             raise RunnerDied(self._returncode(), self, self.ready) from None
+
+    def _wait_for_reply(self) -> None:
+        """Until the runner has something to say, or its deadline passed: then it is killed (RunnerSilent)."""
+        if self._answer_by is None:
+            return
+        deadline, limit_s, basis = self._answer_by
+        while not select.select([self.replies], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            if time.monotonic() >= deadline:
+                self.kill()
+                raise RunnerSilent(limit_s, basis, self)
 
     def new_instance(self) -> str:
         """A name for a new instance in the runner: a random token, which says nothing of how many came before."""

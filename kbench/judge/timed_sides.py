@@ -66,6 +66,7 @@ class BatchTimer:
         self.runner = runner
         self.cpu_s = 0.0
         self.wall_s = 0.0
+        self.walls_ms: list[float] = []
 
     def measure(self, call) -> tuple[float, float, object]:
         self.flush()
@@ -73,6 +74,7 @@ class BatchTimer:
         started = time.perf_counter()
         outputs = call()
         wall_ms = (time.perf_counter() - started) * 1e3
+        self.walls_ms.append(wall_ms)
         if self.runner is not None:
             self.cpu_s += self.runner.cpu_seconds() - cpu_before
             self.wall_s += wall_ms / 1e3
