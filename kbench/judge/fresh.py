@@ -42,6 +42,7 @@ class FreshRounds:
         # Unpredictable to the candidate: it cannot know the contents, nor which calls are checked.
         self.random = random.Random(int.from_bytes(os.urandom(8), "little"))
         self.generate_s = 0.0      # seconds spent making contents (untimed, but overhead)
+        self.sets_made = 0         # input sets made in them
         self.count = 1             # input sets per round: the batch's calls (timed_sides.plan_batches sets it)
         self.sets: list[list] = []
         self.check_all = output_bytes <= CHECK_EVERY_CALL_BYTES
@@ -59,6 +60,7 @@ class FreshRounds:
         self.sets = [self.make_inputs(self.random.getrandbits(63)) for _ in range(self.count)]
         synchronize(self.context.device)
         self.generate_s += time.perf_counter() - started
+        self.sets_made += len(self.sets)
         self.rounds += 1
         self.candidate_ran = False
         self.candidate_outputs = None  # the judge's copies, kept until the reference runs on these contents

@@ -36,14 +36,21 @@ RESOLUTION_FLOOR_MS = 0.001
 # and holds at most this many calls (each round draws an input set per call).
 MAX_BATCH_MS = 20.0
 MAX_BATCH_CALLS = 1000
+# A round makes its batch's input sets in about this long at most (fresh.py): it holds `count` down where the problem's
+# get_inputs is slow beside a call.
+MAX_ROUND_INPUTS_MS = 20.0
 # The rings (inputs and outputs, both runners, the judge's copies) take at most this share of the device's free
 # memory, or of the host's available memory on a CPU (and at most RING_HOST_BYTES there).
 RING_MEMORY_SHARE = 0.3
 RING_HOST_BYTES = 1 << 30
-# Empty batches that measure the judge's fixed cost, and rounds of single calls that estimate a call's time.
+# Empty batches (the fixed cost where the ring holds one input set), rounds of single calls that estimate a call's
+# time, copies that time the judge's copy of the slots.
 EMPTY_BATCHES = 7
 PROBE_ROUNDS = 2
 COPY_CALIBRATIONS = 3
+# Input sets in the ring while the fixed cost is measured (batches of one and two calls), and rounds of them.
+CALIBRATION_CALLS = 2
+FIXED_COST_ROUNDS = 5
 
 
 def default_is_reference(context: Context) -> bool:
@@ -86,8 +93,9 @@ class BatchPlan:
     """How the timing loop batches: the same for every side."""
 
     count: int                   # calls per batch
-    empty_ms: float              # the judge's fixed cost per batch: a batch of no calls in the reference's runner
-    copy_ms: float               # the judge's own copy of a batch's output slots
+    overhead_ms: float           # what a batch costs beyond its calls (fixed_cost): requests, replies, the first call's
+                                 # extra work, the judge's copy of one slot
+    copy_ms: float               # the judge's copy of each further slot of the outputs, per call
     estimate_ms: float           # a call's time, first estimate (the faster of the two sides)
     limit: str = ""              # what held `count` below what the resolution asked for ("" when nothing did)
     candidate_ring: list | None = None   # each input set's buffers, in the candidate's runner's arenas
@@ -95,51 +103,69 @@ class BatchPlan:
 
     @property
     def fixed_ms(self) -> float:
-        return self.empty_ms + self.copy_ms
+        return self.overhead_ms + (self.count - 1) * self.copy_ms
 
     @property
     def resolution_ms(self) -> float:
         """What the judge's clock cannot tell apart from a call: its fixed cost per batch (which a runner's own
         handling of a batch could shift by as much), spread over the batch's calls."""
-        return self.empty_ms / self.count
+        return self.overhead_ms / self.count
 
     def describe(self) -> str:
         held = f", held there by {self.limit}" if self.limit else ""
         return (f"batches of {self.count} call(s) (a call first estimated at {self.estimate_ms:.3g} ms; the judge's "
-                f"fixed cost {self.empty_ms:.3g} ms and its copy of the outputs {self.copy_ms:.3g} ms per batch, "
-                f"subtracted; resolution {self.resolution_ms:.3g} ms per call{held})")
+                f"fixed cost {self.overhead_ms:.3g} ms per batch and its copy of the outputs {self.copy_ms:.3g} ms "
+                f"per further call, subtracted; resolution {self.resolution_ms:.3g} ms per call{held})")
 
 
 def plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context: Context) -> BatchPlan:
-    """Measure the judge's fixed cost per batch and a first estimate of a call's time (batches of one call), size
-    the batch, and load both runners' rings of that many input sets."""
+    """Measure the judge's fixed cost per batch (fixed_cost) and a first estimate of a call's time (batches of one
+    call), size the batch, and load both runners' rings of that many input sets."""
     device = context.device
     output_bytes = _output_bytes(reference_model, rounds.sets[0], device)
-    plan = BatchPlan(1, empty_ms(timed_reference, context), 0.0, 0.0)
-    plan.candidate_ring = candidate_model.load_ring(rounds.sets, output_bytes)
-    plan.reference_ring = timed_reference.load_ring(rounds.sets, output_bytes)
+    per_set = 3 * tensor_bytes(rounds.sets[0]) + 5 * sum(output_bytes)
+    room = max(1, int(_free_bytes(device) * RING_MEMORY_SHARE / max(per_set, 1)))
+    plan = BatchPlan(1, 0.0, 0.0, 0.0)
+    _load_rings(plan, min(CALIBRATION_CALLS, room), rounds, timed_reference, candidate_model, output_bytes)
+    plan.overhead_ms = fixed_cost(timed_reference, rounds, plan.reference_ring, flush, context)
+    rounds.count = 1  # the probe's batches: one call, one input set a round
     probe = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, baselines=False)
     rule = timing.StopRule(warmup=max(context.config.warmup, 1), min_samples=PROBE_ROUNDS, max_samples=PROBE_ROUNDS,
                            target_rse=math.inf, budget_s=math.inf)
     samples = timing.sample_interleaved([probe["candidate"], probe["reference"]], timing.HostTimer(), rule,
                                         before_round=rounds.new_round)
     plan.estimate_ms = max(min(statistics.median(side.ms) for side in samples), 1e-6)
-    wanted = math.ceil(plan.empty_ms / max(RESOLUTION_SHARE * plan.estimate_ms, RESOLUTION_FLOOR_MS))
+    wanted = math.ceil(plan.overhead_ms / max(RESOLUTION_SHARE * plan.estimate_ms, RESOLUTION_FLOOR_MS))
     longest = max(1, min(MAX_BATCH_CALLS,
                          int(min(MAX_BATCH_MS, context.config.time_budget_s * 1e3 / 40) / plan.estimate_ms)))
-    per_set = 3 * tensor_bytes(rounds.sets[0]) + 5 * sum(output_bytes)
-    room = max(1, int(_free_bytes(device) * RING_MEMORY_SHARE / max(per_set, 1)))
-    plan.count = max(1, min(wanted, longest, room))
+    affordable = _affordable(rounds)
+    plan.count = max(1, min(wanted, longest, room, affordable))
     if plan.count < wanted:
-        plan.limit = "the ring's memory" if room < longest else "the batch's length"
-    if plan.count > 1:
-        rounds.count = plan.count
-        rounds.new_round()
-        plan.candidate_ring = candidate_model.load_ring(rounds.sets, output_bytes)
-        plan.reference_ring = timed_reference.load_ring(rounds.sets, output_bytes)
-    plan.copy_ms = _copy_ms(timed_reference, plan.count, context)
+        plan.limit = min((room, "the ring's memory"), (longest, "the batch's length"),
+                         (affordable, "making its fresh inputs"))[1]
+    if plan.count > len(plan.reference_ring):
+        _load_rings(plan, plan.count, rounds, timed_reference, candidate_model, output_bytes)
+    rounds.count = plan.count
+    rounds.new_round()
+    plan.copy_ms = _copy_ms(timed_reference, len(plan.reference_ring), context)
     print(f"kbench: judge's clock: {plan.describe()}", flush=True)  # the evaluation's log
     return plan
+
+
+def _affordable(rounds) -> int:
+    """Input sets a round can make (each call of a batch has a set of its own, made anew every round) in about
+    MAX_ROUND_INPUTS_MS, at the pace the sets made so far took; unbounded where rounds reuse their contents."""
+    if not rounds.fresh or not rounds.sets_made:
+        return MAX_BATCH_CALLS
+    return max(1, int(MAX_ROUND_INPUTS_MS / (rounds.generate_s * 1e3 / rounds.sets_made)))
+
+
+def _load_rings(plan: BatchPlan, count: int, rounds, timed_reference, candidate_model, output_bytes) -> None:
+    """Rings of `count` input sets (and output slots) in both runners, with a round of contents of that many."""
+    rounds.count = count
+    rounds.new_round()
+    plan.candidate_ring = candidate_model.load_ring(rounds.sets, output_bytes)
+    plan.reference_ring = timed_reference.load_ring(rounds.sets, output_bytes)
 
 
 def _output_bytes(reference_model, inputs: list, device: torch.device) -> list[int]:
@@ -155,8 +181,26 @@ def output_sizes(output) -> list[int]:
     return [tensor_bytes(value) for value in (output if isinstance(output, (tuple, list)) else [output])]
 
 
+def fixed_cost(timed_reference, rounds, ring: list, flush, context: Context) -> float:
+    """What a batch costs beyond its calls, in ms: the intercept of the median wall times of batches of one and of
+    two calls in the reference's runner, each timed as the timing loop times it (its ring refilled, the candidate's
+    runner stopped, L2 flushed). It holds all a batch does once, wherever it happens: the request and the reply, the
+    synchronisations, the first call's extra work, the judge's copy of one slot. Where the ring holds one input set
+    (inputs too large for two), a batch of no calls and the judge's copy of one slot stand in for it."""
+    if len(ring) < 2:
+        return empty_ms(timed_reference, context) + _copy_ms(timed_reference, 1, context)
+    timers = {count: BatchTimer(flush, count) for count in (1, 2)}
+    sides = [_side(lambda count=count: timed_reference.run_batch(count), ring, rounds, context, timing.do_nothing,
+                   timers[count], timed_reference) for count in (1, 2)]
+    rule = timing.StopRule(warmup=1, min_samples=FIXED_COST_ROUNDS, max_samples=FIXED_COST_ROUNDS,
+                           target_rse=math.inf, budget_s=math.inf)
+    timing.sample_interleaved(sides, timing.HostTimer(), rule)
+    one, two = (statistics.median(timers[count].walls_ms[1:]) for count in (1, 2))  # the warm-up's left out
+    return max(2 * one - two, 0.0)
+
+
 def empty_ms(timed_reference, context: Context) -> float:
-    """The judge's fixed cost per batch: the median wall time of batches of no calls in the reference's runner."""
+    """The median wall time of batches of no calls in the reference's runner."""
     walls = []
     for _ in range(EMPTY_BATCHES):
         synchronize(context.device)
@@ -166,13 +210,19 @@ def empty_ms(timed_reference, context: Context) -> float:
     return statistics.median(walls)
 
 
-def _copy_ms(timed_reference, count: int, context: Context) -> float:
-    """The judge's own copy of a batch's output slots, timed with the candidate's runner stopped."""
+def _copy_ms(timed_reference, slots: int, context: Context) -> float:
+    """The judge's own copy of one slot of every output (what each further call of a batch adds to its copy-out:
+    the slope of copies of one slot and of `slots`), timed with the candidate's runner stopped; with `slots` 1,
+    the copy of one slot itself."""
     context.runner.pause()
     try:
         if context.quiet_gpu is not None:
             context.quiet_gpu.wait(context.findings)
-        return statistics.median(timed_reference.copy_ms(count) for _ in range(COPY_CALIBRATIONS))
+        one = statistics.median(timed_reference.copy_ms(1) for _ in range(COPY_CALIBRATIONS))
+        if slots < 2:
+            return one
+        many = statistics.median(timed_reference.copy_ms(slots) for _ in range(COPY_CALIBRATIONS))
+        return max(many - one, 0.0) / (slots - 1)
     finally:
         context.runner.resume()
 

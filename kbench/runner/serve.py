@@ -329,18 +329,20 @@ class Runner:
         if count > len(calls):
             return {"failure": {"status": "runtime_error", "message": f"a batch of {count} on a ring of {len(calls)}"}}
         reply: dict = {"sequence": False, "outputs": [], "aliases_input": []}
+        batch = calls[:count]
+        _advance_versions([item for arguments in batch for item in arguments])  # the judge wrote new contents
         try:
             with _precision(message.get("precision")):
-                for index, arguments in enumerate(calls[:count]):
-                    _advance_versions(arguments)  # the judge wrote new contents, as a write would advance them
+                for index, arguments in enumerate(batch):
                     items, sequence = _as_items(model(*arguments))
                     if index == 0:
                         layout = _layout(items, sequence)
                         reply.update(sequence=sequence, outputs=[_describe(item) for item in items],
                                      aliases_input=aliasing(items, arguments))
-                        targets, failure = _slot_rings(items, slots, len(calls))
+                        rings, failure = _slot_rings(items, slots, len(calls))
                         if failure:
                             return {"failure": {"status": "runtime_error", "message": failure}}
+                        targets = [ring.unbind(0) for ring in rings]  # each call's slot, made once
                     elif _layout(items, sequence) != layout:
                         return {"failure": {"status": "runtime_error",
                                             "message": f"call {index} of a batch returned outputs unlike call 0's"}}
