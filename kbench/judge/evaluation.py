@@ -22,7 +22,8 @@ from kbench.judge import guards, verdicts
 from kbench.extensions.cache import copy_new_entries, solution_folder
 from kbench.extensions.slots import compiler_wrappers
 from kbench.extensions.primer import compilers_root, headers_root
-from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, WAITING_FOR_THE_LAST, Job, one_line
+from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, WAITING_FOR_THE_LAST, Job
+from kbench.failures import Stop, one_line
 from kbench.judge.verdicts import final_outcome
 from kbench.loading import (build_reference, call_reference, clone, input_maker, load_problem, reference_init_inputs,
                             release_cached_memory)
@@ -31,7 +32,7 @@ from kbench.judge.quiet import QuietGpu
 from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.processes import open_log
-from kbench.judge.progress import Context, Findings, Progress, Stop, answer_limit
+from kbench.judge.progress import Context, Findings, Progress, answer_limit
 from kbench.judge.remote import OutputRoom, RemoteModel, begin_stand_in, failure_of, new_candidate
 from kbench.judge.remote_process import RunnerDied, Runners, describe_exit
 from kbench.results import Outcome, Status, Timing

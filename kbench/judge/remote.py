@@ -16,7 +16,7 @@ from typing import Callable
 
 import torch
 
-from kbench.judge.progress import Stop
+from kbench.failures import Stop
 from kbench.judge.remote_process import RunnerDied, RunnerProcess, RunnerSilent, describe_exit
 from kbench.loading import release_cached_memory, synchronize
 from kbench.results import Status

@@ -34,7 +34,7 @@ from kbench.extensions.cache import BuildRecord
 from kbench.judge.guards import record_ops
 from kbench.loading import model_dtype, release_cached_memory, synchronize, warm_cuda_libraries
 from kbench.processes import open_files_to_the_limit, open_log, output_to
-from kbench.schedule.job import one_line
+from kbench.failures import one_line
 from kbench.runner import limits, wire
 from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
 
