@@ -10,11 +10,9 @@ the progress file the worker keeps up to date.
 
 from __future__ import annotations
 
-import ctypes
 import faulthandler
 import os
 import platform
-import signal
 import sys
 import traceback
 from pathlib import Path
@@ -26,12 +24,10 @@ from kbench.judge import evaluation, guards
 from kbench.schedule.job import Job, write_json_atomic
 from kbench.judge.progress import Progress
 from kbench.judge.remote_process import Runners
-from kbench.processes import PARENT_REAPS_VARIABLE, open_files_to_the_limit, open_log, output_to
+from kbench.processes import PARENT_REAPS_VARIABLE, die_with_parent, open_files_to_the_limit, open_log, output_to
 from kbench.loading import release_cached_memory, warm_cuda_libraries
 from kbench.results import Outcome
 from kbench.runner.limits import judge_protection
-
-_PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 
 
 def main(argv: list[str]) -> int:
@@ -42,7 +38,10 @@ def main(argv: list[str]) -> int:
     job and exits.
     """
     faulthandler.enable()  # a segfault leaves a Python stack in the log
-    die_with_parent()
+    # Started by kbench, it dies with its parent: kbench starts every worker from one thread that lives as long as it
+    # does (pool.WorkerPool), or forks it from the one-threaded fork server, which dies with kbench in turn.
+    if "KBENCH_PARENT_PID" in os.environ:
+        die_with_parent(int(os.environ["KBENCH_PARENT_PID"]))
     open_files_to_the_limit()
     judge_protection()
     os.nice(int(os.environ.get("KBENCH_NICE", "0")))  # a build: the compilers it starts inherit it
@@ -77,22 +76,6 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
-
-
-def die_with_parent() -> None:
-    """Have Linux kill this process when its parent dies (strictly: when the parent's thread that started it
-    ends; kbench starts every worker from one thread that lives as long as it does (pool.WorkerPool), or
-    forks it from the one-threaded fork server, which dies with kbench in turn).
-
-    A parent killed outright (a lost Ray worker, kill -9 of kbench) cannot kill its evaluation, and an
-    orphan would run on (a hang: forever) beside the retried evaluation on the same GPU. The kernel's
-    signal works even while a candidate spins holding the GIL.
-    """
-    if not sys.platform.startswith("linux") or "KBENCH_PARENT_PID" not in os.environ:
-        return  # not started by kbench's runner
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != int(os.environ["KBENCH_PARENT_PID"]):
-        os._exit(1)  # the parent died before the request above took effect
 
 
 def _warm_up(device: str) -> Runners:

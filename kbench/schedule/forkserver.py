@@ -35,8 +35,7 @@ import time
 import traceback
 from typing import Callable
 
-from kbench.processes import PARENT_REAPS_VARIABLE, children_of
-from kbench.runner.limits import become_subreaper
+from kbench.processes import PARENT_REAPS_VARIABLE, become_subreaper, children_of, die_with_parent
 
 # Seconds a request waits for its worker: the server's own start (importing torch) comes first.
 START_TIMEOUT_S = 300
@@ -172,7 +171,7 @@ class ForkedWorker:
             if self.pid in self.server.exit_codes:
                 self.returncode = self.server.exit_codes.pop(self.pid)
             elif not self.server.alive:
-                # Its server is gone, and a worker dies with its server (worker.die_with_parent).
+                # Its server is gone, and a worker dies with its server (worker.main: die_with_parent).
                 self.returncode = -signal.SIGKILL
         return self.returncode is not None
 
@@ -181,9 +180,10 @@ class ForkedWorker:
 
 def serve(connection: socket.socket, prime: bool) -> None:
     from kbench.extensions import import_extension_builder
-    from kbench.judge import guards, worker
+    from kbench.judge import guards, worker  # noqa: F401 (worker: the judge, imported once, before any fork)
 
-    worker.die_with_parent()
+    if "KBENCH_PARENT_PID" in os.environ:  # started by kbench's worker pool: it goes when kbench goes
+        die_with_parent(int(os.environ["KBENCH_PARENT_PID"]))
     reaps = become_subreaper()  # a worker's runners, left to exit beside it, become this server's to reap
     if prime:
         guards.import_op_recording()  # what a worker's first op recording imports, before any fork
