@@ -28,6 +28,7 @@ from kbench.judge.verdicts import final_outcome
 from kbench.loading import (build_reference, call_reference, clone, input_maker, load_problem, reference_init_inputs,
                             release_cached_memory)
 from kbench.judge.measure import measure, time_alone
+from kbench.op_recording import record_ops
 from kbench.judge.quiet import QuietGpu
 from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
@@ -214,7 +215,7 @@ def _reference_called(job: Job, problem_module, context: Context) -> _Reference:
 
         def first_call():  # a reference that fails here is the problem's fault
             outputs.append(call_reference(model, used, device, cloned=True))
-        ops = guards.record_ops(first_call) if config.guards else (first_call() or set())
+        ops = record_ops(first_call) if config.guards else (first_call() or set())
     except torch.OutOfMemoryError:
         if stand_in is not None:  # its reply comes first: the reference's runner answers in order
             _drained(stand_in)

@@ -20,12 +20,13 @@ from pathlib import Path
 import torch
 
 from kbench import policy
-from kbench.judge import evaluation, guards
+from kbench.judge import evaluation
 from kbench.schedule.job import Job, write_json_atomic
 from kbench.judge.progress import Progress
 from kbench.judge.remote_process import Runners
 from kbench.processes import PARENT_REAPS_VARIABLE, die_with_parent, open_files_to_the_limit, open_log, output_to
 from kbench.loading import release_cached_memory, warm_cuda_libraries
+from kbench.op_recording import prime_op_recording
 from kbench.results import Outcome
 from kbench.runner.limits import judge_protection
 
@@ -82,7 +83,7 @@ def _warm_up(device: str) -> Runners:
     """Start the runners first (forked before this process touches CUDA, they warm up beside the judge), then
     prime the reference's op recording, create the judge's CUDA context and load its libraries."""
     runners = Runners.start(device)
-    guards.prime_op_recording()
+    prime_op_recording()
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.zeros(1, device=device)  # creates the CUDA context

@@ -31,8 +31,8 @@ import torch
 
 from kbench.extensions import import_extension_builder
 from kbench.extensions.cache import BuildRecord
-from kbench.judge.guards import record_ops
 from kbench.loading import model_dtype, release_cached_memory, synchronize, warm_cuda_libraries
+from kbench.op_recording import record_ops
 from kbench.processes import die_with_parent, open_files_to_the_limit, open_log, output_to
 from kbench.failures import one_line
 from kbench.runner import limits, wire
@@ -102,7 +102,7 @@ def _import_ahead(for_build: bool) -> None:
     import_extension_builder()  # the candidate's build needs it
     if for_build:
         return
-    from kbench.judge.guards import import_op_recording
+    from kbench.op_recording import import_op_recording
     from kbench.runner import kernels  # noqa: F401
     import_op_recording()
 

@@ -180,13 +180,14 @@ class ForkedWorker:
 
 def serve(connection: socket.socket, prime: bool) -> None:
     from kbench.extensions import import_extension_builder
-    from kbench.judge import guards, worker  # noqa: F401 (worker: the judge, imported once, before any fork)
+    from kbench.judge import worker  # noqa: F401 (the judge, imported once, before any fork)
+    from kbench.op_recording import import_op_recording
 
     if "KBENCH_PARENT_PID" in os.environ:  # started by kbench's worker pool: it goes when kbench goes
         die_with_parent(int(os.environ["KBENCH_PARENT_PID"]))
     reaps = become_subreaper()  # a worker's runners, left to exit beside it, become this server's to reap
     if prime:
-        guards.import_op_recording()  # what a worker's first op recording imports, before any fork
+        import_op_recording()  # what a worker's first op recording imports, before any fork
         import_extension_builder()  # each judge writes the compiler wrappers with it
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
