@@ -17,14 +17,14 @@ from typing import Callable
 
 import torch
 
-from kbench import params
-from kbench.judge import guards, verdicts
+from kbench import params, verdicts
+from kbench.judge import guards
 from kbench.extensions.cache import copy_new_entries, solution_folder
 from kbench.extensions.slots import compiler_wrappers
 from kbench.extensions.primer import compilers_root, headers_root
 from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, WAITING_FOR_THE_LAST, Job
 from kbench.failures import Stop, one_line
-from kbench.judge.verdicts import final_outcome
+from kbench.verdicts import final_outcome
 from kbench.loading import (build_reference, call_reference, clone, input_maker, load_problem, reference_init_inputs,
                             release_cached_memory)
 from kbench.judge.measure import measure, time_alone

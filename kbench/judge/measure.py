@@ -10,8 +10,8 @@ from typing import Callable
 
 import torch
 
-from kbench import flags, stats
-from kbench.judge import guards, timing, verdicts
+from kbench import flags, stats, verdicts
+from kbench.judge import guards, timing
 from kbench.judge.fresh import FreshRounds
 from kbench.failures import Stop, one_line
 from kbench.judge.progress import Context
