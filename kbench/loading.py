@@ -8,9 +8,9 @@ from pathlib import Path
 import torch
 
 from kbench.failures import Stop, one_line
+from kbench.layouts import copied_with_layout
 from kbench.problem import load_module
 from kbench.results import Status
-from kbench.runner.arenas import copied_with_layout
 
 
 def load_problem(path: str):
