@@ -78,7 +78,7 @@ def judge_protection() -> None:
     """In the judge: non-dumpable, so a process of the same user without CAP_SYS_PTRACE can neither ptrace it
     nor read /proc/PID/mem or environ; and a subreaper, so whatever its runner leaves behind becomes the
     judge's child, which it can find and kill (remote_process.RunnerProcess.stop), or which, once the judge has
-    exited, its fork server adopts in turn (schedule/forkserver.py)."""
+    exited, its fork server adopts in turn (judge/forkserver.py)."""
     if sys.platform.startswith("linux"):
         _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
         become_subreaper()

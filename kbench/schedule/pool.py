@@ -300,7 +300,7 @@ class WorkerPool:
             if server is None or not server.alive:
                 if server is not None and not server.ever_forked:
                     return None
-                start = partial(self._start_python, "kbench.schedule.forkserver")
+                start = partial(self._start_python, "kbench.judge.forkserver")
                 # One server primed for evaluations; one for builds, which starts forking sooner.
                 server = self._servers[key] = ForkServer(start, env, prime=waiting)
         return server
