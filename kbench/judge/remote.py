@@ -18,10 +18,10 @@ import torch
 
 from kbench.failures import Stop
 from kbench.judge.remote_process import RunnerDied, RunnerProcess, RunnerSilent, describe_exit
+from kbench.layouts import extent, nbytes, plain, storage_bytes, storage_groups
 from kbench.loading import release_cached_memory, synchronize
 from kbench.results import Status
 from kbench.runner import wire
-from kbench.layouts import extent, nbytes, plain, storage_bytes, storage_groups
 from kbench.runner.arenas import dtype_name, dtype_of
 
 _PLAIN_KINDS = ("Tensor", "Parameter")

@@ -31,11 +31,11 @@ import torch
 
 from kbench.extensions import import_extension_builder
 from kbench.extensions.cache import BuildRecord
+from kbench.failures import one_line
+from kbench.layouts import nbytes
 from kbench.loading import model_dtype, release_cached_memory, synchronize, warm_cuda_libraries
 from kbench.op_recording import record_ops
 from kbench.processes import die_with_parent, open_files_to_the_limit, open_log, output_to
-from kbench.failures import one_line
-from kbench.layouts import nbytes
 from kbench.runner import limits, wire
 from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of
 
