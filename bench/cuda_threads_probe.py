@@ -16,9 +16,9 @@ from kbench.runner.limits import other_threads
 def steps():
     import torch  # noqa: F401
     yield "import torch"
-    from kbench.judge import guards
-    guards.import_op_recording()
-    yield "guards.import_op_recording()"
+    from kbench.op_recording import import_op_recording
+    import_op_recording()
+    yield "op_recording.import_op_recording()"
     from kbench.extensions import import_extension_builder
     import_extension_builder()
     yield "import_extension_builder()"

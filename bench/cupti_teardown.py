@@ -22,7 +22,7 @@ os.environ["TEARDOWN_CUPTI"] = "1"
 
 import torch  # noqa: E402
 
-from kbench.judge.guards import import_op_recording, record_ops  # noqa: E402
+from kbench.op_recording import import_op_recording, record_ops  # noqa: E402
 from kbench.runner import kernels  # noqa: E402
 
 ROWS, FEATURES = 8192, 1024

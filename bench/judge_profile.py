@@ -24,11 +24,12 @@ import time
 from pathlib import Path
 
 from kbench.extensions import import_extension_builder
-from kbench.judge import guards, worker
+from kbench.judge import worker
 from kbench.config import RunConfig
 from kbench.schedule.child import resolve_device
 from kbench.schedule.job import Job
 from kbench.judge.remote_process import RunnerProcess
+from kbench.op_recording import import_op_recording
 
 
 SETTLE_S = 3.0
@@ -90,7 +91,7 @@ def main() -> None:
 
 def profile_forked(problem: Path, solution: Path, device: str, top: int) -> None:
     """What the fork server does: prime, then fork the judge (a fork copies only the calling thread)."""
-    guards.import_op_recording()
+    import_op_recording()
     import_extension_builder()
     sys.stdout.flush()
     pid = os.fork()

@@ -58,7 +58,7 @@ from kbench.config import STRICT_FP32, RunConfig
 from kbench.problem import load_module, overridden
 from kbench.schedule.child import evaluate, resolve_device
 from kbench.solution import Solution
-from kbench.schedule.job import one_line
+from kbench.failures import one_line
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOADS_DIR = REPO / "bench" / "workloads"

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import torch
 
-from kbench.schedule.job import one_line
+from kbench.failures import Stop, one_line
+from kbench.layouts import copied_with_layout
 from kbench.problem import load_module
-from kbench.judge.progress import Stop
 from kbench.results import Status
-from kbench.runner.arenas import copied_with_layout
 
 
 def load_problem(path: str):

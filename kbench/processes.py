@@ -1,9 +1,11 @@
-"""Processes by what Linux says of them: a signal's name, a session killed whole, a process's living children; and
-a process's output sent to a job's log. Used by the parent (killing a worker's session), the judge (its
-runners'), the runners and tests; imports nothing of kbench."""
+"""Processes by what Linux says of them: a signal's name, a session killed whole, a process's living children; what
+Linux is asked for them: death with the parent, a subreaper's adoptions; and a process's output sent to a job's log.
+Used by the parent (killing a worker's session), the fork server, the judge (its runners'), the runners and tests;
+imports nothing of kbench."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -18,10 +20,47 @@ WORK_VARIABLE = "KBENCH_WORK_DIR"
 # judge leaves: the judge then exits right after its verdict, its killed runners ending beside it.
 PARENT_REAPS_VARIABLE = "KBENCH_PARENT_REAPS"
 
+_PR_SET_PDEATHSIG = 1  # prctl options, <linux/prctl.h>
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+
 
 def signal_name(number: int) -> str:
     """'SIGSEGV' for 11; the number itself for a signal this platform does not name."""
     return signal.Signals(number).name if number in signal.valid_signals() else str(number)
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Have Linux kill this process when its parent dies (strictly: when the parent's thread that started it ends),
+    and exit at once where the parent died before the request took effect: where this process's parent is no longer
+    `parent` (its process id), or, without one, is init.
+
+    A parent killed outright (a lost Ray worker, kill -9 of kbench) cannot kill what it started, and an orphan
+    would run on (a hang: forever) beside the retried evaluation on the same GPU. The kernel's signal works even
+    while a candidate spins holding the GIL.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if (os.getppid() == 1) if parent is None else (os.getppid() != parent):
+        os._exit(1)
+
+
+def become_subreaper() -> bool:
+    """Make orphans of this process's descendants its children; whether it is a subreaper now (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    return is_subreaper()
+
+
+def is_subreaper() -> bool:
+    """Whether orphans of this process's descendants become its children (become_subreaper)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    flag = ctypes.c_int(0)
+    ctypes.CDLL(None).prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+    return bool(flag.value)
 
 
 def alive(pid: int) -> bool:

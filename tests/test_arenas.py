@@ -13,7 +13,7 @@ import torch
 from kbench import flags
 from kbench.config import RunConfig
 from kbench.results import Status
-from kbench.runner.arenas import copied_with_layout
+from kbench.layouts import copied_with_layout
 from kbench.schedule.child import evaluate
 
 from conftest import FIXTURES, PROBLEMS

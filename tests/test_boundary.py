@@ -374,7 +374,7 @@ def test_a_candidate_runner_that_fails_warming_up_ran_nothing_of_the_candidate_s
     there is an infrastructure failure, not the candidate's, told in reply to the job (evaluation._send_job)."""
     from types import SimpleNamespace
     from kbench.judge import evaluation
-    from kbench.judge.progress import Stop
+    from kbench.failures import Stop
     starting = RunnerProcess("cuda:99")
     try:
         context = SimpleNamespace(config=SimpleNamespace(cache_dir=tmp_path), runner=starting)

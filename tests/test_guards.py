@@ -80,7 +80,7 @@ def test_guards_off_a_memoiser_by_address_is_still_caught_in_the_trials(cpu_conf
 
 
 def test_a_gain_within_the_judge_s_clock_resolution_is_unverified_only_where_that_resolution_is_coarse():
-    from kbench.judge import verdicts
+    from kbench import verdicts
     assert verdicts.unverified_gain(0.001, 1.0, 0.9995) is None  # resolved to 0.1% of a call: a gain is a gain
     assert verdicts.unverified_gain(0.05, 1.0, 1.02) is None  # slower: nothing claimed
     assert verdicts.unverified_gain(0.05, 1.0, 0.9) is None  # a gain larger than the resolution
@@ -90,7 +90,7 @@ def test_a_gain_within_the_judge_s_clock_resolution_is_unverified_only_where_tha
 
 
 def test_load_that_hits_one_side_and_not_the_other_is_flagged():
-    from kbench.judge import verdicts
+    from kbench import verdicts
     assert verdicts.uneven_load({"candidate": (0.19, 0.2), "reference": (0.2, 0.2)}) is None
     assert verdicts.uneven_load({"candidate": (0.1, 0.2), "reference": (0.1, 0.2)}) is None  # both halved: alike
     assert verdicts.uneven_load({"candidate": (0.01, 0.02), "reference": (0.2, 0.2)}) is None  # too short to read

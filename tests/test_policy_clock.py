@@ -12,7 +12,7 @@ from kbench.judge import guards
 from kbench.config import PYTORCH_DEFAULT, STRICT_FP32, RunConfig
 from kbench.results import ClockRecord, Outcome, Result, Status
 from kbench.judge.timing import ClockLog, ClockReading, HostTimer, Side, StopRule, sample_interleaved
-from kbench.judge.verdicts import final_outcome
+from kbench.verdicts import final_outcome
 
 from conftest import PROBLEMS, SOLUTIONS
 from test_cli import FAST, kbench

@@ -228,7 +228,7 @@ def test_a_noisy_row_is_never_the_best_solution_nor_trusted(tmp_path):
 
 def test_noisy_timing_needs_a_spread_past_half_the_median():
     from kbench import flags
-    from kbench.judge.verdicts import noisy_timing
+    from kbench.verdicts import noisy_timing
 
     quiet = [1.0, 1.01, 0.99, 1.02, 1.0, 0.98]
     busy = [1.0, 28.0, 0.2, 15.0, 40.0, 3.0]

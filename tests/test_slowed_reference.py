@@ -10,7 +10,7 @@ import pytest
 
 from kbench import stats
 from kbench.judge import timing
-from kbench.judge.verdicts import slowed_reference_message
+from kbench.verdicts import slowed_reference_message
 from kbench.results import Timing
 
 

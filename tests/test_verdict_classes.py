@@ -207,19 +207,19 @@ _GIB = 2**30
 
 
 def test_the_judge_running_out_of_memory_beside_runners_like_the_reference_s_is_kbench_s_shortage():
-    from kbench.judge.verdicts import memory_shortage
+    from kbench.verdicts import memory_shortage
     said = memory_shortage(_OOM, 4989, 4986, int(35.9 * _GIB), int(79.18 * _GIB))
     assert "held 35.9 GiB and the reference's runner 8.6 GiB" in said and "candidate's runner 8.6 GiB" in said
 
 
 def test_a_candidate_runner_holding_more_than_the_reference_s_is_to_blame_for_the_shortage():
-    from kbench.judge.verdicts import memory_shortage
+    from kbench.verdicts import memory_shortage
     hoarding = _OOM.replace("Process 4989 has 8.58 GiB", "Process 4989 has 31.67 GiB")
     assert memory_shortage(hoarding, 4989, 4986, int(35.9 * _GIB), int(79.18 * _GIB)) == ""
 
 
 def test_without_the_driver_s_figures_the_judge_must_hold_half_the_card():
-    from kbench.judge.verdicts import memory_shortage
+    from kbench.verdicts import memory_shortage
     assert memory_shortage("CUDA out of memory.", 1, 2, int(30 * _GIB), int(79.18 * _GIB)) == ""
     assert "held 50.0 of the card's 79.2 GiB" in memory_shortage("CUDA out of memory.", 1, 2, 50 * _GIB,
                                                                   int(79.18 * _GIB))

@@ -95,7 +95,7 @@ def main(argv: list[str]) -> int:
                         help="extra_cflags of the flag set, a JSON list (kbench's own test fixtures)")
     options = parser.parse_args(argv)
     if "KBENCH_PARENT_PID" in os.environ:  # started by kbench's worker pool: it goes when kbench goes
-        from kbench.runner.limits import die_with_parent
+        from kbench.processes import die_with_parent
         die_with_parent()
     prime(options.cache_dir, options.cuda, options.cflags)
     return 0

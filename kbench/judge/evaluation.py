@@ -17,21 +17,23 @@ from typing import Callable
 
 import torch
 
-from kbench import params
-from kbench.judge import guards, verdicts
+from kbench import params, verdicts
+from kbench.judge import guards
 from kbench.extensions.cache import copy_new_entries, solution_folder
 from kbench.extensions.slots import compiler_wrappers
 from kbench.extensions.primer import compilers_root, headers_root
-from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, WAITING_FOR_THE_LAST, Job, one_line
-from kbench.judge.verdicts import final_outcome
+from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, WAITING_FOR_THE_LAST, Job
+from kbench.failures import Stop, one_line
+from kbench.verdicts import final_outcome
 from kbench.loading import (build_reference, call_reference, clone, input_maker, load_problem, reference_init_inputs,
                             release_cached_memory)
 from kbench.judge.measure import measure, time_alone
+from kbench.op_recording import record_ops
 from kbench.judge.quiet import QuietGpu
 from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.processes import open_log
-from kbench.judge.progress import Context, Findings, Progress, Stop, answer_limit
+from kbench.judge.progress import Context, Findings, Progress, answer_limit
 from kbench.judge.remote import OutputRoom, RemoteModel, begin_stand_in, failure_of, new_candidate
 from kbench.judge.remote_process import RunnerDied, Runners, describe_exit
 from kbench.results import Outcome, Status, Timing
@@ -213,7 +215,7 @@ def _reference_called(job: Job, problem_module, context: Context) -> _Reference:
 
         def first_call():  # a reference that fails here is the problem's fault
             outputs.append(call_reference(model, used, device, cloned=True))
-        ops = guards.record_ops(first_call) if config.guards else (first_call() or set())
+        ops = record_ops(first_call) if config.guards else (first_call() or set())
     except torch.OutOfMemoryError:
         if stand_in is not None:  # its reply comes first: the reference's runner answers in order
             _drained(stand_in)

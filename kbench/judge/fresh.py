@@ -20,7 +20,8 @@ import time
 from kbench import flags
 from kbench.judge import check, guards
 from kbench.loading import synchronize
-from kbench.judge.progress import Context, Stop
+from kbench.judge.progress import Context
+from kbench.failures import Stop
 from kbench.results import Status
 from kbench.runner.arenas import refill
 from kbench.judge.trials import ask_truth

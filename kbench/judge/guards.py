@@ -35,20 +35,6 @@ def inputs_mutated(pristine: list, used: list) -> bool:
     return False
 
 
-def import_op_recording() -> None:
-    """Import what recording ops needs (the profiler's first start imports torch._dynamo: about a second), in a
-    process that will fork: no profiler is started here, which could initialise CUDA's driver or start threads
-    a fork would not carry."""
-    import torch._dynamo  # noqa: F401
-    import torch.profiler  # noqa: F401
-
-
-def prime_op_recording() -> None:
-    """Record ops once: the profiler's first start costs a second or so, which waiting judges pay ahead, not
-    during the reference's op recording. Not in a process that forks afterwards (import_op_recording)."""
-    record_ops(lambda: torch.zeros(1) + 1)
-
-
 # --- outputs -----------------------------------------------------------------------------------
 
 def poison(output) -> None:
@@ -119,16 +105,6 @@ UTILITY_OPS = {
     "tensor_split", "_has_compatible_shallow_copy_type", "_nested_tensor_from_mask_left_aligned", "clamp_min_",
     "is_nonzero", "numel", "size", "stride", "dim", "type_as", "new_tensor", "as_strided_", "zero_",
 }
-
-
-def record_ops(call: Callable[[], object]) -> set[str]:
-    """The aten ops `call` ran (from Python and C++ alike), seen by the profiler's CPU observer. A dispatch mode
-    would see them too, but it changes what runs: a torch.compile'd model falls back to eager aten ops under
-    one, and would be noted for running the reference's ops it never runs otherwise."""
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU]) as recorded:
-        call()
-    return {event.name[len("aten::"):] for event in recorded.events() if event.name.startswith("aten::")}
 
 
 def shared_work_ops(reference_ops: set[str], candidate_ops: set[str]) -> list[str]:

@@ -10,11 +10,11 @@ from typing import Callable
 
 import torch
 
-from kbench import flags, stats
-from kbench.judge import guards, timing, verdicts
+from kbench import flags, stats, verdicts
+from kbench.judge import guards, timing
 from kbench.judge.fresh import FreshRounds
-from kbench.schedule.job import one_line
-from kbench.judge.progress import Context, Stop
+from kbench.failures import Stop, one_line
+from kbench.judge.progress import Context
 from kbench.judge.remote_process import RunnerDied
 from kbench.results import ClockRecord, Status, Timing
 from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, empty_ms,

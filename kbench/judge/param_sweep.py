@@ -9,11 +9,12 @@ import torch
 
 from kbench import params
 from kbench.judge import check, guards
-from kbench.schedule.job import SweepCounts, one_line
+from kbench.schedule.job import SweepCounts
+from kbench.failures import Stop, one_line
 from kbench.loading import (build_reference, call_reference, clone, input_maker, lost_context,
                             reference_init_inputs, synchronize)
 from kbench.problem import describe_overrides, overridden
-from kbench.judge.progress import Context, Stop
+from kbench.judge.progress import Context
 from kbench.judge.remote import OutputRoom, new_candidate
 from kbench.results import SweepResult
 from kbench.judge.trials import ask_truth

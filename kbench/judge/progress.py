@@ -11,20 +11,12 @@ from typing import Callable
 
 from kbench import flags
 from kbench.config import RunConfig
+from kbench.failures import Stop
 from kbench.judge.timing import MIN_SAMPLES_ALWAYS
 from kbench.schedule.job import ProgressRecord, SweepCounts
 from kbench.problem import describe_overrides
 from kbench.results import CheckResult, Outcome, Status
 from kbench.runner.wire import BuildInfo
-
-
-class Stop(Exception):
-    """Ends an evaluation early with a verdict (a failure is data, not a traceback)."""
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 class Progress:

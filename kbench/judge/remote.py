@@ -16,12 +16,13 @@ from typing import Callable
 
 import torch
 
-from kbench.judge.progress import Stop
+from kbench.failures import Stop
 from kbench.judge.remote_process import RunnerDied, RunnerProcess, RunnerSilent, describe_exit
+from kbench.layouts import extent, nbytes, plain, storage_bytes, storage_groups
 from kbench.loading import release_cached_memory, synchronize
 from kbench.results import Status
 from kbench.runner import wire
-from kbench.runner.arenas import dtype_name, dtype_of, extent, nbytes, plain, storage_bytes, storage_groups
+from kbench.runner.arenas import dtype_name, dtype_of
 
 _PLAIN_KINDS = ("Tensor", "Parameter")
 

@@ -31,11 +31,10 @@ import kbench
 from kbench.extensions.cache import BUILT_MODULE, FAILED_BUILD_LOG
 from kbench.extensions.slots import SLOTS_VARIABLE
 from kbench.freezer import Freezer
-from kbench.processes import WORK_VARIABLE, children_of, kill_session, signal_name, stat_fields
+from kbench.processes import WORK_VARIABLE, children_of, is_subreaper, kill_session, signal_name, stat_fields
 from kbench.runner import wire
 from kbench.runner.arenas import JudgeArenas
-from kbench.runner.limits import (OWN_FOLDERS_VARIABLE, READABLE_VARIABLE, READS_VARIABLE, SHM_VARIABLE, is_subreaper,
-                                  private_shm)
+from kbench.runner.limits import OWN_FOLDERS_VARIABLE, READABLE_VARIABLE, READS_VARIABLE, SHM_VARIABLE, private_shm
 
 
 # Descriptors handed over in one message at most (Linux's SCM_MAX_FD is 253): a ring of many input sets has more.

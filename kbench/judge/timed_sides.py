@@ -25,7 +25,7 @@ from kbench import policy
 from kbench.judge import guards, timing
 from kbench.config import PYTORCH_DEFAULT
 from kbench.loading import call_reference, clone, synchronize, tensor_bytes
-from kbench.schedule.job import one_line
+from kbench.failures import one_line
 from kbench.judge.progress import Context
 
 # The judge's fixed cost per batch, spread over the batch's calls, is at most this share of a call...

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from kbench import flags
 from kbench.judge import check, guards
 from kbench.loading import call_reference, clone, release_cached_memory, tensor_bytes
-from kbench.judge.progress import Context, Stop
+from kbench.judge.progress import Context
+from kbench.failures import Stop
 from kbench.results import CheckResult, Status
 from kbench.runner.arenas import aliasing
 from kbench.judge.truth import NoTruth, Verdict, float64_truth, judge_by_truth, largest_error

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from kbench.judge import check
-from kbench.schedule.job import one_line
+from kbench.failures import one_line
 from kbench.loading import lost_context, synchronize
 
 

@@ -10,11 +10,9 @@ the progress file the worker keeps up to date.
 
 from __future__ import annotations
 
-import ctypes
 import faulthandler
 import os
 import platform
-import signal
 import sys
 import traceback
 from pathlib import Path
@@ -22,16 +20,15 @@ from pathlib import Path
 import torch
 
 from kbench import policy
-from kbench.judge import evaluation, guards
+from kbench.judge import evaluation
 from kbench.schedule.job import Job, write_json_atomic
 from kbench.judge.progress import Progress
 from kbench.judge.remote_process import Runners
-from kbench.processes import PARENT_REAPS_VARIABLE, open_files_to_the_limit, open_log, output_to
+from kbench.processes import PARENT_REAPS_VARIABLE, die_with_parent, open_files_to_the_limit, open_log, output_to
 from kbench.loading import release_cached_memory, warm_cuda_libraries
+from kbench.op_recording import prime_op_recording
 from kbench.results import Outcome
 from kbench.runner.limits import judge_protection
-
-_PR_SET_PDEATHSIG = 1  # prctl option, <linux/prctl.h>
 
 
 def main(argv: list[str]) -> int:
@@ -42,7 +39,10 @@ def main(argv: list[str]) -> int:
     job and exits.
     """
     faulthandler.enable()  # a segfault leaves a Python stack in the log
-    die_with_parent()
+    # Started by kbench, it dies with its parent: kbench starts every worker from one thread that lives as long as it
+    # does (pool.WorkerPool), or forks it from the one-threaded fork server, which dies with kbench in turn.
+    if "KBENCH_PARENT_PID" in os.environ:
+        die_with_parent(int(os.environ["KBENCH_PARENT_PID"]))
     open_files_to_the_limit()
     judge_protection()
     os.nice(int(os.environ.get("KBENCH_NICE", "0")))  # a build: the compilers it starts inherit it
@@ -79,27 +79,11 @@ def main(argv: list[str]) -> int:
     os._exit(0)
 
 
-def die_with_parent() -> None:
-    """Have Linux kill this process when its parent dies (strictly: when the parent's thread that started it
-    ends; kbench starts every worker from one thread that lives as long as it does (pool.WorkerPool), or
-    forks it from the one-threaded fork server, which dies with kbench in turn).
-
-    A parent killed outright (a lost Ray worker, kill -9 of kbench) cannot kill its evaluation, and an
-    orphan would run on (a hang: forever) beside the retried evaluation on the same GPU. The kernel's
-    signal works even while a candidate spins holding the GIL.
-    """
-    if not sys.platform.startswith("linux") or "KBENCH_PARENT_PID" not in os.environ:
-        return  # not started by kbench's runner
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != int(os.environ["KBENCH_PARENT_PID"]):
-        os._exit(1)  # the parent died before the request above took effect
-
-
 def _warm_up(device: str) -> Runners:
     """Start the runners first (forked before this process touches CUDA, they warm up beside the judge), then
     prime the reference's op recording, create the judge's CUDA context and load its libraries."""
     runners = Runners.start(device)
-    guards.prime_op_recording()
+    prime_op_recording()
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
         torch.zeros(1, device=device)  # creates the CUDA context

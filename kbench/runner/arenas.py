@@ -16,6 +16,8 @@ import os
 
 import torch
 
+from kbench.layouts import extent, plain, storage_bytes, storage_groups, view
+
 # Arena sizes round up to this (so views of any dtype start aligned, and small growth reuses the arena).
 _ALIGN = 256
 
@@ -33,86 +35,6 @@ def dtype_of(name: str) -> torch.dtype:
 
 def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
-
-
-def nbytes(dtype: torch.dtype, shape) -> int:
-    count = 1
-    for size in shape:
-        count *= int(size)
-    return count * torch.empty((), dtype=dtype).element_size()
-
-
-def view(buffer: torch.Tensor, dtype: torch.dtype, shape, stride=None, offset: int = 0) -> torch.Tensor:
-    """`buffer` (uint8, from its storage's first byte) seen as a tensor of `dtype` and `shape`: contiguous from
-    its first byte, or with `stride` and storage `offset` (in elements) as the problem's argument had them."""
-    if stride is None:
-        size = nbytes(dtype, shape)
-        if size > buffer.numel():
-            raise ValueError(f"{size} bytes do not fit an arena of {buffer.numel()}")
-        if size == 0:
-            return torch.empty(tuple(shape), dtype=dtype, device=buffer.device)
-        return buffer[:size].view(dtype).view(tuple(shape))
-    size = reach(dtype, shape, stride, offset)
-    if size > buffer.numel():
-        raise ValueError(f"a view reaching {size} bytes does not fit an arena of {buffer.numel()}")
-    rebuilt = torch.empty(0, dtype=dtype, device=buffer.device)
-    return rebuilt.set_(buffer.untyped_storage(), int(offset), tuple(shape), tuple(stride))
-
-
-def reach(dtype: torch.dtype, shape, stride, offset: int) -> int:
-    """Bytes from its storage's start to the end of the last element a view reaches (0: it has none)."""
-    if any(int(size) == 0 for size in shape):
-        return 0
-    if any(int(step) < 0 for step in stride) or int(offset) < 0:
-        raise ValueError("a view with a negative stride or offset")
-    last = int(offset) + sum((int(size) - 1) * int(step) for size, step in zip(shape, stride))
-    return (last + 1) * torch.empty((), dtype=dtype).element_size()
-
-
-def extent(tensor: torch.Tensor) -> int:
-    return reach(tensor.dtype, tensor.shape, tensor.stride(), tensor.storage_offset())
-
-
-def storage_groups(values: list) -> dict[int, list[int]]:
-    """The tensors among `values` by the storage they view: the index of the first tensor on a storage -> the
-    indices of every tensor on it (views of one storage share it; an empty storage is shared with none)."""
-    groups: dict[int, list[int]] = {}
-    first_on: dict[tuple, int] = {}
-    for index, value in enumerate(values):
-        if not isinstance(value, torch.Tensor):
-            continue
-        storage = value.untyped_storage()
-        key = (str(value.device), storage.data_ptr()) if storage.nbytes() else ("empty", index)
-        first = first_on.setdefault(key, index)
-        groups.setdefault(first, []).append(index)
-    return groups
-
-
-def storage_bytes(tensor: torch.Tensor, size: int) -> torch.Tensor:
-    """The first `size` bytes of the storage `tensor` views, as a uint8 tensor over them."""
-    return torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(tensor.untyped_storage(), 0, (size,), (1,))
-
-
-def copied_with_layout(values: list) -> list:
-    """A copy of `values` whose tensors keep their layout: dtype, shape, stride, storage offset, and the views that
-    share a storage share one copy of it (as far as they reach). Other values stay as they are."""
-    values = [plain(value) if isinstance(value, torch.Tensor) else value for value in values]
-    copies = list(values)
-    for first, members in storage_groups(values).items():
-        size = max(extent(values[index]) for index in members)
-        storage = storage_bytes(values[first], size).clone()
-        for index in members:
-            value = values[index]
-            copies[index] = view(storage, value.dtype, value.shape, value.stride(), value.storage_offset())
-    return copies
-
-
-def plain(value: torch.Tensor) -> torch.Tensor:
-    """`value` with the bits its bytes do not hold (a conjugate or negative view) applied, and dense if sparse: what
-    can cross to a runner as (bytes, dtype, shape, stride, offset)."""
-    if value.layout != torch.strided:
-        value = value.to_dense()
-    return value.resolve_conj().resolve_neg()
 
 
 def refill(buffers: list, sources: list) -> None:

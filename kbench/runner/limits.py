@@ -1,6 +1,6 @@
 """What a runner may do, narrowed before it imports the candidate.
 
-- Its own session and process group (the judge starts it so) and death with the judge (die_with_parent).
+- Its own session and process group (the judge starts it so) and death with the judge (processes.die_with_parent).
 - Landlock, where the kernel offers it, in one layer (Access; `confine`): files may be written only under the
   folders the judge names (its scratch folder; a build's runner also its solution's own
   extension folder), its own /proc/PID (CUDA's driver names its threads there), the device files (the GPU's,
@@ -34,13 +34,14 @@ import ctypes
 import glob
 import os
 import resource
-import signal
 import site
 import stat
 import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from kbench.processes import become_subreaper
 
 # In a runner's environment, from the judge (os.pathsep between paths): the folders a candidate's runner may write
 # whatever its job; the folders and files it may read (and run) beyond every runner's (read_roots); "private" where its
@@ -51,11 +52,8 @@ READABLE_VARIABLE = "KBENCH_RUNNER_READABLE"
 SHM_VARIABLE = "KBENCH_RUNNER_SHM"
 READS_VARIABLE = "KBENCH_RUNNER_READS"
 
-_PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
-_PR_SET_CHILD_SUBREAPER = 36
-_PR_GET_CHILD_SUBREAPER = 37
 _PR_SET_NO_NEW_PRIVS = 38
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWNS = 0x00020000
@@ -76,30 +74,14 @@ def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
 
-def die_with_parent() -> None:
-    """Have Linux kill this process when the judge (the thread that started it) ends."""
-    if sys.platform.startswith("linux"):
-        _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() == 1:
-            os._exit(1)
-
-
 def judge_protection() -> None:
     """In the judge: non-dumpable, so a process of the same user without CAP_SYS_PTRACE can neither ptrace it
     nor read /proc/PID/mem or environ; and a subreaper, so whatever its runner leaves behind becomes the
     judge's child, which it can find and kill (remote_process.RunnerProcess.stop), or which, once the judge has
-    exited, its fork server adopts in turn (schedule/forkserver.py)."""
+    exited, its fork server adopts in turn (judge/forkserver.py)."""
     if sys.platform.startswith("linux"):
         _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
         become_subreaper()
-
-
-def become_subreaper() -> bool:
-    """Make orphans of this process's descendants its children; whether it is a subreaper now (Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    return is_subreaper()
 
 
 def protect() -> None:
@@ -107,15 +89,6 @@ def protect() -> None:
     cannot trace it or read its memory."""
     if sys.platform.startswith("linux"):
         _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-
-
-def is_subreaper() -> bool:
-    """Whether orphans of this process's descendants become its children (judge_protection)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    flag = ctypes.c_int(0)
-    _libc().prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
-    return bool(flag.value)
 
 
 @dataclass(frozen=True)

@@ -31,17 +31,18 @@ import torch
 
 from kbench.extensions import import_extension_builder
 from kbench.extensions.cache import BuildRecord
-from kbench.judge.guards import record_ops
+from kbench.failures import one_line
+from kbench.layouts import nbytes
 from kbench.loading import model_dtype, release_cached_memory, synchronize, warm_cuda_libraries
-from kbench.processes import open_files_to_the_limit, open_log, output_to
-from kbench.schedule.job import one_line
+from kbench.op_recording import record_ops
+from kbench.processes import die_with_parent, open_files_to_the_limit, open_log, output_to
 from kbench.runner import limits, wire
-from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of, nbytes
+from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of
 
 
 def main(argv: list[str]) -> int:
     commands, replies, device = int(argv[0]), int(argv[1]), torch.device(argv[2])
-    limits.die_with_parent()
+    die_with_parent()
     open_files_to_the_limit()
     tempfile.tempdir = None  # a fork keeps the judge's choice: read TMPDIR (the runner's scratch folder) again
     protected, build_only = "protected" in argv[3:], "build" in argv[3:]
@@ -102,7 +103,7 @@ def _import_ahead(for_build: bool) -> None:
     import_extension_builder()  # the candidate's build needs it
     if for_build:
         return
-    from kbench.judge.guards import import_op_recording
+    from kbench.op_recording import import_op_recording
     from kbench.runner import kernels  # noqa: F401
     import_op_recording()
 

@@ -26,7 +26,7 @@ from kbench.schedule.pool import worker_pool
 from kbench.problem import describe_overrides
 from kbench.results import Identity, Outcome, Result, Status
 from kbench.solution import Solution
-from kbench.judge.verdicts import sweep_lost
+from kbench.verdicts import sweep_lost
 
 
 def resolve_device(requested: str) -> str:

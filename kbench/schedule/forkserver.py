@@ -1,16 +1,11 @@
-"""Start workers by forking a process that has already imported torch and kbench.
+"""Start workers by forking a process that has already imported torch and kbench: kbench's end of the fork server
+(the server, a process of its own: judge/forkserver.py).
 
 A spawned worker spends seconds of CPU importing torch and priming the dispatcher before it can
 evaluate or build, often more than the evaluation itself. During a sweep that CPU is taken from the
 builds, and with many GPUs the warm-ups alone would need many cores. A fork server pays it once per kbench
-process (pool.py keeps one for evaluation workers and one for builds). Each worker it forks is still a new
-process, in a session of its own, that has run no candidate code and creates its own CUDA context; it then
-does exactly what a spawned worker with the same arguments does (worker.main): wait for an evaluation, or
-run a build job.
-
-Fork safety: the server never initialises CUDA (a forked child could not use it) and never runs a
-parallel CPU op (the child would not have the server's OpenMP threads, and would hang in its first
-parallel op). It has one thread.
+process (pool.py keeps one for evaluation workers and one for builds). Each worker it forks does exactly what a
+spawned worker with the same arguments does.
 
 Protocol, over a SOCK_SEQPACKET socket pair: kbench sends the worker's arguments and environment (JSON)
 with two file descriptors (its stdin and stdout), the server answers "forked PID"; when a worker exits
@@ -25,23 +20,18 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
-import traceback
 from typing import Callable
 
-from kbench.processes import PARENT_REAPS_VARIABLE, children_of
-from kbench.runner.limits import become_subreaper
+from kbench.processes import children_of
 
 # Seconds a request waits for its worker: the server's own start (importing torch) comes first.
 START_TIMEOUT_S = 300
 ADOPTED_STEP_S = 0.002  # between looks at what the server adopted, while it ends
-MAX_REQUEST_BYTES = 1 << 20  # arguments and an environment
 
 
 def server_key(environment: dict) -> tuple:
@@ -57,7 +47,7 @@ class ForkServer:
     """kbench's end: starts the server, asks it for workers, learns how they exit."""
 
     def __init__(self, start: Callable[..., subprocess.Popen], environment: dict, prime: bool):
-        """`start(arguments, pass_fds=..., env=...)` starts `python -m kbench.schedule.forkserver ARGUMENTS`. With
+        """`start(arguments, pass_fds=..., env=...)` starts `python -m kbench.judge.forkserver ARGUMENTS`. With
         `prime`, the server imports what op recording needs before it forks (for waiting workers, which record ops
         first thing)."""
         self.socket, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -172,90 +162,6 @@ class ForkedWorker:
             if self.pid in self.server.exit_codes:
                 self.returncode = self.server.exit_codes.pop(self.pid)
             elif not self.server.alive:
-                # Its server is gone, and a worker dies with its server (worker.die_with_parent).
+                # Its server is gone, and a worker dies with its server (worker.main: die_with_parent).
                 self.returncode = -signal.SIGKILL
         return self.returncode is not None
-
-
-# --- the server --------------------------------------------------------------------------------
-
-def serve(connection: socket.socket, prime: bool) -> None:
-    from kbench.extensions import import_extension_builder
-    from kbench.judge import guards, worker
-
-    worker.die_with_parent()
-    reaps = become_subreaper()  # a worker's runners, left to exit beside it, become this server's to reap
-    if prime:
-        guards.import_op_recording()  # what a worker's first op recording imports, before any fork
-        import_extension_builder()  # each judge writes the compiler wrappers with it
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_write, False)
-    signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # a child's exit wakes the select below
-    while True:
-        readable, _, _ = select.select([connection, wake_read], [], [])
-        if wake_read in readable:
-            os.read(wake_read, 4096)
-        if connection in readable:
-            message, fds, _, _ = socket.recv_fds(connection, MAX_REQUEST_BYTES, 2)
-            if not message:
-                return  # kbench closed its end
-            pid = os.fork()
-            if pid == 0:
-                _run_worker(json.loads(message), fds, closing=(connection.fileno(), wake_read, wake_write),
-                            parent_reaps=reaps)
-            for fd in fds:
-                os.close(fd)
-            connection.send(f"forked {pid}".encode())
-        _reap(connection)
-
-
-def _reap(connection: socket.socket) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        connection.send(f"exit {pid} {os.waitstatus_to_exitcode(status)}".encode())
-
-
-def _run_worker(request: dict, fds: list[int], closing: tuple[int, ...], parent_reaps: bool) -> None:
-    """In the forked child: become a worker as if spawned with the request's arguments and environment (and told
-    whether this server reaps what it leaves); never returns."""
-    code = 1
-    try:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for fd in closing:
-            os.close(fd)
-        os.setsid()  # the runner kills a worker's whole session
-        stdin, stdout = fds
-        os.dup2(stdin, 0)
-        os.dup2(stdout, 1)
-        os.dup2(stdout, 2)
-        os.close(stdin)
-        os.close(stdout)
-        os.environ.clear()
-        os.environ.update(request["environment"])
-        os.environ["KBENCH_PARENT_PID"] = str(os.getppid())  # it dies with the server, as the server with kbench
-        if parent_reaps:
-            os.environ[PARENT_REAPS_VARIABLE] = "1"
-        from kbench.judge import worker
-
-        arguments = request["arguments"]
-        sys.argv = [worker.__file__, *arguments]
-        code = worker.main(arguments)
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-
-
-if __name__ == "__main__":
-    serve(socket.socket(fileno=int(sys.argv[1])), prime="--prime" in sys.argv[2:])

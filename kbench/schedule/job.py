@@ -105,13 +105,6 @@ class ProgressRecord:
                           provisional=Outcome.from_dict(provisional) if provisional else None))
 
 
-def one_line(error: BaseException) -> str:
-    """'TypeError: first line of the message'."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    text = lines[0] if lines else ""
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
 def write_json_atomic(path: Path, data: dict) -> None:
     """Readers never see a half-written file."""
     temporary = Path(path).with_suffix(".tmp")

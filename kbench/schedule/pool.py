@@ -1,7 +1,7 @@
 """The worker processes of one kbench process: started, handed jobs, killed.
 
 Every worker is started from one launcher thread (a worker asks Linux to kill it when the thread that
-started it ends: worker.die_with_parent; this thread lives as long as kbench does, while the scheduler's
+started it ends: processes.die_with_parent; this thread lives as long as kbench does, while the scheduler's
 build and device threads end with each run and would take live workers with them). Workers are forked
 from fork servers (forkserver.py) where they can be, else spawned. Evaluations go to waiting workers that
 warmed up (torch imported, CUDA context created) while the previous evaluation ran; builds, which set
@@ -300,7 +300,7 @@ class WorkerPool:
             if server is None or not server.alive:
                 if server is not None and not server.ever_forked:
                     return None
-                start = partial(self._start_python, "kbench.schedule.forkserver")
+                start = partial(self._start_python, "kbench.judge.forkserver")
                 # One server primed for evaluations; one for builds, which starts forking sooner.
                 server = self._servers[key] = ForkServer(start, env, prime=waiting)
         return server

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kbench.config import RunConfig
-from kbench.schedule.job import one_line
+from kbench.failures import one_line
 from kbench.results import Identity, Outcome, Result, Status
 from kbench.schedule.child import evaluate, file_hash, identify, recorded
 from kbench.schedule.scheduler import BUILD_NICE, Pair

@@ -1,6 +1,6 @@
 """The judge's verdict rules in one place: how an official verdict, a sweep and the flags make the recorded
 outcome, what a lost sweep configuration does, and the timing rules. Torch-free: the parent
-applies the same rules to a judge that died mid-sweep (runner.lost_worker_outcome)."""
+applies the same rules to a judge that died mid-sweep (child.lost_worker_outcome)."""
 
 from __future__ import annotations
 
