@@ -198,7 +198,7 @@ def test_the_cli_records_the_precision_in_its_column_and_its_settings_hash(tmp_p
     # float32, the default, leaves the settings hash of earlier runs as it was: the hash of the settings without it
     earlier = RunConfig(device="cpu", time=False, sweep=0).to_dict()
     earlier = {key: value for key, value in earlier.items()
-               if key not in ("cache_dir", "timeout_s", "build_timeout_s", "device", "precision")}
+               if key not in ("cache_dir", "timeout_s", "build_timeout_s", "call_timeout_s", "device", "precision")}
     digest = hashlib.sha256(json.dumps({**earlier, "device_kind": "cpu"}, sort_keys=True).encode()).hexdigest()
     assert rows["settings"].iloc[1] == digest[:12]
 
