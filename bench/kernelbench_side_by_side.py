@@ -127,7 +127,8 @@ def kernelbench(out: Path, evaluator: Path, problems: Path, site: Path, work: Pa
     """KernelBench's evaluator as its scripts/eval_from_generations.py runs it: the CPU build pass (one process
     per sample, as many at once as there are cores, each in its own build folder), then the GPU pass on the same
     build folders, one fresh process per sample, one after another on device 0. Every sample gets a row in
-    OUT/kernelbench.jsonl, written as it finishes: its KBJSON fields, or why there were none.
+    OUT/kernelbench.jsonl, written as it finishes: its KBJSON fields, or why there were none (each process's log
+    in WORK/logs).
 
     With `deadline` (seconds from this call's start), no eval starts after it: the rest is left to a later call
     with the same OUT and WORK on the same machine, which skips the build pass and the files that have rows and
@@ -139,7 +140,7 @@ def kernelbench(out: Path, evaluator: Path, problems: Path, site: Path, work: Pa
     called = time.perf_counter()
     files = [Path(line) for line in (out / "selected.txt").read_text().splitlines() if line]
     env = dict(os.environ, PYTHONPATH=str(site))  # pydantic, and no kbench on KernelBench's side
-    logs = out / "kernelbench"
+    logs = work / "logs"  # not under OUT: a device call brings back a limited number of files
     logs.mkdir(parents=True, exist_ok=True)
     problems_of = {path: problem_file(problems, *candidate_key(path)[:2]) for path in files}  # before any clock
     build_dir = lambda path: work / "build" / path.stem
