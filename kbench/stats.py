@@ -80,16 +80,16 @@ def geometric_mean(values: Sequence[float]) -> float | None:
 # Fewer samples than this on either side say nothing about a slowdown.
 MIN_SLOWDOWN_SAMPLES = 3
 # The reference counts as slowed once its median time grew by this factor or more... A GPU-bound reference's
-# own time can move between levels that last seconds, running the same kernels at the same clock: cuDNN's FFT
-# transposed convolution (convt2d_asym, strict float32, an H100) ran at 8.2 to 12.5 ms from process to process,
-# and 1.3x slower in the rounds than alone within one (bench/reference_drift.py, docs/benchmarks.md).
+# own time can move between levels that last seconds, running the same kernels at the same clock (cuDNN's FFT
+# transposed convolutions do: bench/reference_drift.py; figures in docs/benchmarks.md), so a smaller factor would
+# blame candidates for the reference's own moods.
 SLOWDOWN_MIN_RATIO = 2.0
 # ...and the medians moved apart by this many times the two samples' interquartile ranges together...
 SLOWDOWN_SEPARATION = 2.0
 # ...and by this many milliseconds at least. A reference of tens of microseconds is bound by the host's launch
-# path, which the work between the rounds' calls slows by itself: honest candidates moved such references
-# from 0.03-0.06 ms alone to 0.05-0.18 ms in the rounds (up to 3.5x; an H100, docs/benchmarks.md), while a
-# thread holding the GIL, the way to slow the reference from outside it, adds milliseconds.
+# path, which the work between the rounds' calls slows by itself, by more than SLOWDOWN_MIN_RATIO with honest
+# candidates (docs/benchmarks.md), while a thread holding the GIL, the way to slow the reference from outside
+# it, adds milliseconds.
 SLOWDOWN_MIN_MS = 0.25
 
 

@@ -22,7 +22,7 @@ CALIBRATION_PROBES = 32
 FREE_FACTOR = 3.0   # a probe within this many times the idle GPU's median probe (and FREE_MIN_MS) finds it free
 FREE_MIN_MS = 0.1   # below this the host's own scheduling decides, not the GPU
 WAIT_CAP_S = 2.0
-SWITCH_MS = 1.0     # a wait up to this long is the GPU switching to the judge's context (0.3-0.45 ms on an H100)
+SWITCH_MS = 1.0     # a wait up to this long is the GPU switching to the judge's context, not work left queued
 
 
 def wait_until_quiet(probe: Callable[[], float], free_ms: float, cap_s: float,
