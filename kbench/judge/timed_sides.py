@@ -145,8 +145,7 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
                          (affordable, "making its fresh inputs"))[1]
     if plan.count > len(plan.reference_ring):
         _load_rings(plan, plan.count, rounds, timed_reference, candidate_model, output_bytes)
-    rounds.count = plan.count
-    rounds.new_round()
+    rounds.count = plan.count  # the timing loop's rounds make that many sets
     plan.copy_ms = _copy_ms(timed_reference, len(plan.reference_ring), context)
     print(f"kbench: judge's clock: {plan.describe()}", flush=True)  # the evaluation's log
     return plan
