@@ -380,7 +380,8 @@ def test_baselines_pytorch_defaults_and_compile_are_timed_in_the_same_rounds(cpu
 
 def test_an_extension_built_after_the_import_is_built_in_the_evaluation_s_own_folder(cpu_config, tmp_path):
     """A solution that calls load_inline in ModelNew.__init__ builds nothing in the build phase: its evaluation's
-    runner, which may not write the build cache, builds it in its scratch folder, and judges it as any other."""
+    runner, which may not write the build cache, builds it in its scratch folder, and judges it as any other. The
+    build runs under the build limit, not the request's (--call-timeout: far shorter than the build here)."""
     from kbench.extensions.cache import solution_folder
 
     source = (SOLUTIONS / "axpy/correct.py").read_text()
@@ -390,6 +391,6 @@ def test_an_extension_built_after_the_import_is_built_in_the_evaluation_s_own_fo
     assert "axpy_ext = _build()" in source
     solution = tmp_path / "built_in_init.py"
     solution.write_text(source)
-    result = evaluate(AXPY, solution, replace(cpu_config, sweep=2))
+    result = evaluate(AXPY, solution, replace(cpu_config, sweep=2, call_timeout_s=5))
     assert result.status == Status.CORRECT, result.message
     assert not list(solution_folder(cpu_config.cache_dir, "extensions", solution).rglob("*.so"))

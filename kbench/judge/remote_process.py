@@ -10,6 +10,7 @@ before the judge writes its verdict. Runners holds an evaluation's two: the cand
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import select
@@ -220,6 +221,7 @@ class RunnerProcess:
                     self.ready = True
                     continue
                 if reply.get("event") == "building":
+                    self._pause_deadline(bool(reply.get("building")))
                     if on_progress is not None:
                         on_progress(wire.Progress(str(reply.get("building") or "")[:200], _number(reply.get("since"))))
                     continue
@@ -227,12 +229,22 @@ class RunnerProcess:
         except (wire.ChannelClosed, BrokenPipeError):
             raise RunnerDied(self._returncode(), self, self.ready) from None
 
+    def _pause_deadline(self, building: bool) -> None:
+        """A build the runner reports (an extension its ModelNew builds when made, say) runs under the build limit
+        (the parent's, from the progress it is told), not the request's: the deadline stops while it runs and starts
+        afresh once it ends."""
+        if self._answer_by is None:
+            return
+        _, limit_s, basis = self._answer_by
+        self._answer_by = (math.inf if building else time.monotonic() + limit_s, limit_s, basis)
+
     def _wait_for_reply(self) -> None:
         """Until the runner has something to say, or its deadline passed: then it is killed (RunnerSilent)."""
         if self._answer_by is None:
             return
         deadline, limit_s, basis = self._answer_by
-        while not select.select([self.replies], [], [], max(0.0, deadline - time.monotonic()))[0]:
+        wait_s = None if deadline == math.inf else max(0.0, deadline - time.monotonic())
+        while not select.select([self.replies], [], [], wait_s)[0]:
             if time.monotonic() >= deadline:
                 self.kill()
                 raise RunnerSilent(limit_s, basis, self)

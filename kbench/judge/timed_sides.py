@@ -195,7 +195,9 @@ def fixed_cost(timed_reference, rounds, ring: list, flush, context: Context) -> 
                            target_rse=math.inf, budget_s=math.inf)
     timing.sample_interleaved(sides, timing.HostTimer(), rule)
     one, two = (statistics.median(timers[count].walls_ms[1:]) for count in (1, 2))  # the warm-up's left out
-    return max(2 * one - two, 0.0)
+    # No more than either batch took: on a busy machine the two medians can come out in the wrong order, and a
+    # fixed cost above a batch's wall would leave a call no time at all.
+    return min(max(2 * one - two, 0.0), one, two)
 
 
 def empty_ms(timed_reference, context: Context) -> float:
