@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kbench.config import RunConfig
-from kbench.schedule.child import evaluate
+from kbench.schedule.child import EvaluationOptions, evaluate
 
 CASES = [
     ("problems/convt1d.py", "solutions/convt1d.py"),
@@ -49,7 +49,8 @@ def main() -> int:
         config = replace(config, min_samples=args.samples, max_samples=args.samples)
     rows = []
     for problem, solution in [case for case in CASES if args.only in case[1]]:
-        evaluate(Path(problem), Path(solution), replace(config, time=False, trials=1), build_only=True)
+        evaluate(Path(problem), Path(solution), replace(config, time=False, trials=1),
+                 EvaluationOptions(build_only=True))
         walls = {True: [], False: []}
         phases = {True: [], False: []}
         statuses = set()

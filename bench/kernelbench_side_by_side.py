@@ -228,7 +228,7 @@ def kbench_entry(out: Path, problems: Path, work: Path, precision: str, device: 
 
     import kbench
     from kbench.config import RunConfig
-    from kbench.schedule.child import evaluate
+    from kbench.schedule.child import EvaluationOptions, evaluate
 
     files = [Path(line) for line in (out / "selected.txt").read_text().splitlines() if line]
     problems_of = {path: problem_file(problems, *candidate_key(path)[:2]) for path in files}
@@ -238,8 +238,8 @@ def kbench_entry(out: Path, problems: Path, work: Path, precision: str, device: 
     started = time.perf_counter()
     threads = max(1, (os.cpu_count() or 1) // max(1, len(files)))
     with ThreadPoolExecutor(max_workers=max(1, len(files))) as pool:
-        built = list(pool.map(lambda path: evaluate(problems_of[path], path, config, device=device_name,
-                                                    build_only=True, build_threads=threads), files))
+        options = EvaluationOptions(device=device_name, build_only=True, build_threads=threads)
+        built = list(pool.map(lambda path: evaluate(problems_of[path], path, config, options), files))
     times = {"build_s": time.perf_counter() - started, "files": len(files), "precision": precision,
              "builds": {path.name: result.status for path, result in zip(files, built)}}
     rows = out / "kbench_entry.jsonl"

@@ -56,7 +56,7 @@ from kbench.judge import timing
 from kbench.extensions.cache import BuildRecord, install_build_hooks, versions_tag
 from kbench.config import STRICT_FP32, RunConfig
 from kbench.problem import load_module, overridden
-from kbench.schedule.child import evaluate, resolve_device
+from kbench.schedule.child import EvaluationOptions, evaluate, resolve_device
 from kbench.solution import Solution
 from kbench.failures import one_line
 
@@ -559,8 +559,8 @@ def build_cuda_solutions(workloads: list[Workload], setup: Setup) -> None:
     threads = max(1, (os.cpu_count() or 1) // len(needing))
     config = replace(setup.config, time=False, trials=1)
     with ThreadPoolExecutor(len(needing)) as pool:
-        built = list(pool.map(lambda w: evaluate(w.problem, w.solution, config, build_only=True,
-                                                 build_threads=threads), needing))
+        options = EvaluationOptions(build_only=True, build_threads=threads)
+        built = list(pool.map(lambda w: evaluate(w.problem, w.solution, config, options), needing))
     for workload, result in zip(needing, built):
         reused = " (cached)" if result.build_reused else ""
         print(f"  built {relative_path(workload.solution)}: {describe(result)}, {result.build_s or 0:.1f} s{reused}",
@@ -596,7 +596,8 @@ def measure_independently(workload: Workload, setup: Setup) -> Independent:
 
 def judge(workload: Workload, setup: Setup, independent: Independent) -> list[dict]:
     """kbench's evaluation: one row per side."""
-    result = evaluate(workload.problem, workload.solution, setup.config, overrides=independent.overrides)
+    result = evaluate(workload.problem, workload.solution, setup.config,
+                      EvaluationOptions(overrides=independent.overrides))
     return [row_for(workload, side, independent, result, setup) for side in workload.sides]
 
 
@@ -653,7 +654,7 @@ def notes_for(independent: Independent, profiled_side: dict) -> list[str]:
 def stability_row(workload: Workload, setup: Setup, runs: int) -> dict:
     """`runs` independent evaluations (each a fresh worker process): spread of medians and speedup."""
     overrides = sizes_for(workload, setup)
-    results = [evaluate(workload.problem, workload.solution, setup.config, overrides=overrides)
+    results = [evaluate(workload.problem, workload.solution, setup.config, EvaluationOptions(overrides=overrides))
                for _ in range(runs)]
     judged = [result for result in results if result.ok and result.speedup is not None]
     candidate = [result.candidate_timing.median_ms for result in judged]

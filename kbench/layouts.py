@@ -5,6 +5,8 @@ they share). The judge copies the problem's arguments so, as its runners get the
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 
@@ -66,18 +68,27 @@ def storage_bytes(tensor: torch.Tensor, size: int) -> torch.Tensor:
     return torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(tensor.untyped_storage(), 0, (size,), (1,))
 
 
+def laid_out(values: list, storage_for: Callable[[int, list[int], int], torch.Tensor]) -> list:
+    """Each tensor of `values` rebuilt with its dtype, shape, stride and storage offset over the uint8 buffer that
+    `storage_for(first, members, size)` gives for its storage (first: the index of the storage's first tensor;
+    members: the indices of all its tensors; size: the bytes they reach), once a storage, so views that share a
+    storage share that buffer; None for other values. copied_with_layout and the judge's arenas
+    (remote.RemoteModel.stage) differ only in the buffer."""
+    views: list = [None] * len(values)
+    for first, members in storage_groups(values).items():
+        buffer = storage_for(first, members, max(extent(values[index]) for index in members))
+        for index in members:
+            value = values[index]
+            views[index] = view(buffer, value.dtype, value.shape, value.stride(), value.storage_offset())
+    return views
+
+
 def copied_with_layout(values: list) -> list:
     """A copy of `values` whose tensors keep their layout: dtype, shape, stride, storage offset, and the views that
     share a storage share one copy of it (as far as they reach). Other values stay as they are."""
     values = [plain(value) if isinstance(value, torch.Tensor) else value for value in values]
-    copies = list(values)
-    for first, members in storage_groups(values).items():
-        size = max(extent(values[index]) for index in members)
-        storage = storage_bytes(values[first], size).clone()
-        for index in members:
-            value = values[index]
-            copies[index] = view(storage, value.dtype, value.shape, value.stride(), value.storage_offset())
-    return copies
+    copies = laid_out(values, lambda first, members, size: storage_bytes(values[first], size).clone())
+    return [copy if isinstance(value, torch.Tensor) else value for value, copy in zip(values, copies)]
 
 
 def plain(value: torch.Tensor) -> torch.Tensor:

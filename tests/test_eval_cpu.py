@@ -12,7 +12,7 @@ import pytest
 from kbench import flags
 from kbench.extensions.cache import _sole_builder as sole_builder
 from kbench.results import Status
-from kbench.schedule.child import evaluate
+from kbench.schedule.child import EvaluationOptions, evaluate
 from kbench.schedule.job import WAITING_FOR_THE_LAST
 
 from conftest import PROBLEMS, SOLUTIONS
@@ -112,7 +112,8 @@ def test_a_judge_times_nothing_and_runs_no_candidate_code_until_the_last_evaluat
     pool._endings[_waiting_key("cpu")] = (marker, ending)  # an evaluation still ending, as far as the pool knows
     phases, results = [], []
     evaluation = threading.Thread(target=lambda: results.append(evaluate(
-        AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config, on_progress=lambda record: phases.append(record.phase))))
+        AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config,
+        EvaluationOptions(on_progress=lambda record: phases.append(record.phase)))))
     evaluation.start()
     deadline = time.monotonic() + 90  # the worker's start waits for the test session's builds, on a busy machine
     while WAITING_FOR_THE_LAST not in phases and time.monotonic() < deadline:
@@ -195,7 +196,7 @@ def _forward(self, *args):
     return _hanging_forward(self, *args)
 ModelNew.forward = _forward
 """)
-    built = evaluate(AXPY, solution, cpu_config, build_only=True)
+    built = evaluate(AXPY, solution, cpu_config, EvaluationOptions(build_only=True))
     assert built.status == Status.BUILT, built.message
     started = time.monotonic()
     result = evaluate(AXPY, solution, replace(cpu_config, timeout_s=8))
@@ -238,7 +239,8 @@ def test_a_lock_left_by_a_killed_build_does_not_block_the_next_build(cpu_config)
     stale = folder / "lock"
     with sole_builder(folder):
         stale.touch()
-    built = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", replace(cpu_config, timeout_s=60), build_only=True)
+    built = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", replace(cpu_config, timeout_s=60),
+                     EvaluationOptions(build_only=True))
     assert built.status == Status.BUILT, built.message
     assert not stale.exists()
 
@@ -332,7 +334,7 @@ def test_a_build_never_takes_a_waiting_worker(cpu_config):
     pool = worker_pool()
     pool.prestart("cpu")
     waiting = {process.pid for process in pool.waiting("cpu")}
-    built = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", cpu_config, build_only=True)
+    built = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", cpu_config, EvaluationOptions(build_only=True))
     assert built.status == Status.BUILT, built.message
     assert waiting and {process.pid for process in pool.waiting("cpu")} == waiting
 

@@ -14,7 +14,7 @@ from kbench.schedule.forkserver import ForkedWorker
 from kbench.processes import kill_session
 from kbench.schedule.pool import worker_pool
 from kbench.results import Status
-from kbench.schedule.child import evaluate
+from kbench.schedule.child import EvaluationOptions, evaluate
 
 from conftest import PROBLEMS, SOLUTIONS
 
@@ -225,7 +225,8 @@ def test_a_waiting_worker_that_cannot_warm_up_says_why(cpu_config):
     if torch.cuda.is_available():
         pytest.skip("needs a machine where warming up on cuda:0 fails")
     try:
-        result = evaluate(PROBLEMS / "axpy.py", SOLUTIONS / "axpy/correct_plain.py", cpu_config, device="cuda:0")
+        result = evaluate(PROBLEMS / "axpy.py", SOLUTIONS / "axpy/correct_plain.py", cpu_config,
+                          EvaluationOptions(device="cuda:0"))
     finally:
         worker_pool().stop_waiting()
     assert result.status == Status.INFRA_ERROR, result.message

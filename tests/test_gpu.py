@@ -187,7 +187,7 @@ def test_a_build_creates_no_cuda_context(tmp_path):
     import subprocess
     import threading
 
-    from kbench.schedule.child import evaluate
+    from kbench.schedule.child import EvaluationOptions, evaluate
 
     def on_gpu() -> set[int]:
         listing = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],
@@ -214,7 +214,7 @@ def test_a_build_creates_no_cuda_context(tmp_path):
     config = RunConfig(device="cuda", cache_dir=tmp_path / "cache", time=False)
     try:
         built = evaluate(PROBLEMS / "convt1d.py", SOLUTIONS / "convt1d" / "seed000_convt1d.py", config,
-                         device="cuda:0", build_only=True, on_progress=record)
+                         EvaluationOptions(device="cuda:0", build_only=True, on_progress=record))
     finally:
         done.set()
         watcher.join()
@@ -277,11 +277,12 @@ def test_every_thread_of_the_candidate_s_runner_is_confined_on_a_gpu(tmp_path):
     kbench answers that question for the import (extensions.import_extension_builder: asking NVML starts a
     thread too); the driver starts once the runner is confined, and names its threads in the runner's own /proc
     folder (limits.py)."""
-    from kbench.schedule.child import evaluate
+    from kbench.schedule.child import EvaluationOptions, evaluate
 
     config = RunConfig(device="cuda", cache_dir=tmp_path, sweep=0, timeout_s=120)
     fixtures = REPO / "tests" / "fixtures"
-    result = evaluate(fixtures / "problems" / "axpy.py", fixtures / "boundary" / "escape.py", config, device="cuda:0")
+    result = evaluate(fixtures / "problems" / "axpy.py", fixtures / "boundary" / "escape.py", config,
+                      EvaluationOptions(device="cuda:0"))
     assert result.status == Status.LOAD_ERROR, result.message
     assert "threads:all-confined" in result.message, result.message
     assert "judge-memory:denied" in result.message, result.message

@@ -11,7 +11,7 @@ from kbench.config import RunConfig
 from kbench.judge.progress import (RUN_LIMIT_FLOOR_S, SLOWER_ALLOWED, answer_limit, candidate_calls,
                                    derived_run_limit)
 from kbench.results import Status
-from kbench.schedule.child import Limits, evaluate
+from kbench.schedule.child import EvaluationOptions, Limits, evaluate
 from kbench.schedule.job import ProgressRecord
 from kbench.schedule.scheduler import LocalExecutor, run_pairs
 from kbench.schedule.sweep import select_pairs
@@ -130,7 +130,8 @@ def test_a_hang_ends_after_the_call_timeout_whatever_the_run_limit(tmp_path, cac
 def test_the_judge_writes_the_derived_run_limit_for_the_parent(tmp_path):
     records = []
     config = quick(tmp_path, time=False)  # untimed: a busy machine's timing is not the point
-    result = evaluate(AXPY, SOLUTIONS / "axpy" / "correct_plain.py", config, on_progress=records.append)
+    result = evaluate(AXPY, SOLUTIONS / "axpy" / "correct_plain.py", config,
+                      EvaluationOptions(on_progress=records.append))
     assert result.status == Status.CORRECT, result.message
     limits = {(record.run_limit_s, record.run_limit_basis) for record in records if record.run_limit_s is not None}
     assert limits and all(limit_s == RUN_LIMIT_FLOOR_S and basis.startswith("the floor") for limit_s, basis in limits)
@@ -184,7 +185,8 @@ def test_on_a_gpu_the_run_limit_is_derived_from_the_reference_s_time_alone(tmp_p
     candidate.write_text(REFERENCE_ITSELF)
     records = []
     config = RunConfig(device="cuda", cache_dir=tmp_path / "cache", sweep=0, time_budget_s=1.0)
-    result = evaluate(REPO / "problems" / problem, candidate, config, device="cuda:0", on_progress=records.append)
+    result = evaluate(REPO / "problems" / problem, candidate, config,
+                      EvaluationOptions(device="cuda:0", on_progress=records.append))
     assert result.status == Status.CORRECT, result.message
     limits = {record.run_limit_s for record in records if record.run_limit_s is not None}
     derived, _ = derived_run_limit(result.reference_alone.median_ms / 1e3, config)
@@ -197,7 +199,7 @@ def test_on_a_gpu_a_hang_ends_at_the_derived_run_limit(tmp_path):
     candidate.write_text(HANGS_ON_THE_GPU)
     config = RunConfig(device="cuda", cache_dir=tmp_path / "cache", sweep=0, time_budget_s=1.0)
     started = time.monotonic()
-    result = evaluate(REPO / "problems" / "gelu.py", candidate, config, device="cuda:0")
+    result = evaluate(REPO / "problems" / "gelu.py", candidate, config, EvaluationOptions(device="cuda:0"))
     assert result.status == Status.TIMEOUT, result.message
     assert "no result within the run limit (" in result.message and "while checking" in result.message
     limit_s = float(result.message.split("the run limit (")[1].split(" s")[0])

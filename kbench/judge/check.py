@@ -74,13 +74,12 @@ def within_tolerance(candidate_output, reference_output,
             continue
         atol, rtol = tolerance_for(str(expected.dtype).removeprefix("torch."))
         wide = torch.float64 if expected.dtype == torch.float64 else torch.float32
-        for got_chunk, expected_chunk, _ in chunks(got, expected):
-            # |got - expected| - rtol |expected| <= atol, 99.9% of both, in four elementwise kernels and a
-            # max. NaN and infinities make the max NaN, which fails (compare() then decides how they match).
-            expected_wide = expected_chunk.to(wide)
-            excess = (got_chunk.to(wide) - expected_wide).abs_()
-            excess.sub_(expected_wide.abs(), alpha=0.999 * rtol)
-            within.append(excess.max() <= 0.999 * atol)
+        for got_chunk, expected_chunk, _ in chunks(got, expected, wide):
+            # The tolerance rule at 99.9% of both tolerances, one max per chunk. A NaN or an infinity on either
+            # side makes the max NaN or positive, which fails (compare() then decides how they match).
+            difference = (got_chunk - expected_chunk).abs_()
+            excess = tolerance_excess(difference, expected_chunk.abs(), 0.999 * atol, 0.999 * rtol)
+            within.append(excess.max() <= 0)
     if not all(equal):
         return False
     return not within or all(torch.stack([verdict.to(within[0].device) for verdict in within]).tolist())
@@ -146,8 +145,8 @@ def _compare_tensor(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol
     if passed is not None:
         return passed
     tally = _Tally(expected.device)
-    for got_chunk, expected_chunk, start in chunks(got, expected):
-        _compare_chunk(got_chunk, expected_chunk, atol, rtol, start, tally)
+    for got64, expected64, start in chunks(got, expected, torch.float64):
+        _compare_chunk(got64, expected64, atol, rtol, start, tally)
     max_abs, max_rel, reference_square_sum, difference_square_sum, nonfinite, outside = tally.read()
     errors = _errors(max_abs, max_rel, reference_square_sum, difference_square_sum)
     if nonfinite:
@@ -158,13 +157,27 @@ def _compare_tensor(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol
     return TrialOutcome(True, *errors, None)
 
 
-def chunks(got: torch.Tensor, expected: torch.Tensor):
+def chunks(got: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype | None = None):
     """(got, expected, flat index of the first element) for each COMPARE_CHUNK_ELEMENTS-long run of the
-    flattened tensors."""
+    flattened tensors, in `dtype` where given (a chunk already of that dtype is a view, not a copy): every loop
+    that compares or measures two outputs walks them with this, so none holds temporaries of a whole output."""
     flat_got, flat_expected = got.detach().reshape(-1), expected.detach().reshape(-1)
     for start in range(0, flat_expected.numel(), COMPARE_CHUNK_ELEMENTS):
         chunk = slice(start, start + COMPARE_CHUNK_ELEMENTS)
-        yield flat_got[chunk], flat_expected[chunk], start
+        got_chunk, expected_chunk = flat_got[chunk], flat_expected[chunk]
+        if dtype is not None:
+            got_chunk, expected_chunk = got_chunk.to(dtype), expected_chunk.to(dtype)
+        yield got_chunk, expected_chunk, start
+
+
+def tolerance_excess(difference, magnitude, atol: float, rtol: float):
+    """How far |got - expected| (`difference`) lies beyond the tolerance atol + rtol |expected| (`magnitude`):
+    positive where an element is outside it. The one place the tolerance rule is written; tensors or floats.
+    Where a difference is NaN, or an infinity meets an infinite bound, the excess is NaN, which is neither
+    positive nor at most zero: compare() settles non-finite values before asking it, and within_tolerance
+    fails on them. The sign is exactly that of difference - bound (IEEE subtraction rounds no nonzero
+    difference to zero), so `excess > 0` is `difference > bound` to the bit."""
+    return difference - (atol + rtol * magnitude)
 
 
 def _finite_and_within(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> TrialOutcome | None:
@@ -176,9 +189,8 @@ def _finite_and_within(got: torch.Tensor, expected: torch.Tensor, atol: float, r
     device = expected.device
     zero = torch.zeros((), dtype=torch.float64, device=device)
     max_abs = max_rel = reference_square_sum = difference_square_sum = outside = zero
-    for got_chunk, expected_chunk, _ in chunks(got, expected):
-        expected64 = expected_chunk.to(torch.float64)
-        diff = torch.sub(got_chunk.to(torch.float64), expected64).abs_()
+    for got64, expected64, _ in chunks(got, expected, torch.float64):
+        diff = torch.sub(got64, expected64).abs_()
         magnitude = expected64.abs()
         max_abs = torch.maximum(max_abs, diff.max())
         relative = diff / magnitude.clamp_min(1e-30)
@@ -186,7 +198,7 @@ def _finite_and_within(got: torch.Tensor, expected: torch.Tensor, atol: float, r
         max_rel = torch.maximum(max_rel, relative.max())
         reference_square_sum = reference_square_sum + expected64.square().sum()
         difference_square_sum = difference_square_sum + diff.square().sum()
-        outside = outside + (diff > magnitude.mul_(rtol).add_(atol)).sum(dtype=torch.float64)
+        outside = outside + (tolerance_excess(diff, magnitude, atol, rtol) > 0).sum(dtype=torch.float64)
     max_abs, max_rel, reference_square_sum, difference_square_sum, outside = torch.stack(
         [max_abs, max_rel, reference_square_sum, difference_square_sum, outside]).tolist()
     if not math.isfinite(max_abs) or outside:
@@ -202,10 +214,9 @@ def _errors(max_abs: float, max_rel: float, reference_square_sum: float,
     return max_abs, max_rel, difference_norm / reference_norm if reference_norm > 0 else difference_norm
 
 
-def _compare_chunk(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float, offset: int,
+def _compare_chunk(got64: torch.Tensor, expected64: torch.Tensor, atol: float, rtol: float, offset: int,
                    tally: _Tally) -> None:
-    """Fold one chunk (flat views, starting at flat index `offset`) into the tally, in float64."""
-    got64, expected64 = got.to(torch.float64), expected.to(torch.float64)
+    """Fold one chunk (flat, in float64, starting at flat index `offset`) into the tally."""
     # Non-finite values: the candidate must be finite where the reference is, and match it elsewhere.
     expected_finite = torch.isfinite(expected64)
     bad_nonfinite = (expected_finite & ~torch.isfinite(got64)) | (~expected_finite & (got64 != expected64)
@@ -220,7 +231,7 @@ def _compare_chunk(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol:
     tally.reference_square_sum = tally.reference_square_sum + finite_reference.square().sum()
     tally.difference_square_sum = tally.difference_square_sum + diff.square().sum()
     tally.nonfinite.add(bad_nonfinite, offset)
-    tally.outside.add(diff > atol + rtol * expected64.abs(), offset)
+    tally.outside.add(tolerance_excess(diff, expected64.abs(), atol, rtol) > 0, offset)
 
 
 def _where(found: tuple[int, int], got: torch.Tensor, expected: torch.Tensor, label: str, what: str) -> str:
@@ -263,10 +274,8 @@ def error_against(output, truth) -> float | None:
         if not got.is_floating_point():
             continue
         sums = torch.zeros(2, dtype=torch.float64, device=expected.device)  # read once, after every chunk
-        for got_chunk, expected_chunk, _ in chunks(got, expected):
-            expected64 = expected_chunk.to(torch.float64)
-            sums = sums + torch.stack([(got_chunk.to(torch.float64) - expected64).square().sum(),
-                                       expected64.square().sum()])
+        for got64, expected64, _ in chunks(got, expected, torch.float64):
+            sums = sums + torch.stack([(got64 - expected64).square().sum(), expected64.square().sum()])
         difference, scale = (math.sqrt(value) for value in sums.tolist())
         error = difference / scale if scale > 0 else difference
         worst = error if worst is None else max(worst, error)

@@ -8,6 +8,8 @@ from typing import Callable
 
 import torch
 
+from kbench.judge import check
+
 # A fall of the SM clock beyond this fraction while timing makes the times suspect.
 THROTTLE_DROP = 0.10
 
@@ -67,7 +69,7 @@ def weak_check_reason(reference_output, tolerance_for: Callable[[str], tuple[flo
         spread = highest - lowest
         if largest <= atol:
             return f"reference output {index} is nearly zero (max |ref| = {largest:.2g} <= atol)"
-        if spread <= atol + rtol * largest:
+        if check.tolerance_excess(spread, largest, atol, rtol) <= 0:
             return f"reference output {index} is nearly constant (spread {spread:.2g} within tolerance)"
     return None
 

@@ -7,7 +7,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from kbench import flags
 from kbench.config import RunConfig
@@ -17,6 +17,12 @@ from kbench.schedule.job import ProgressRecord, SweepCounts
 from kbench.problem import describe_overrides
 from kbench.results import CheckResult, Outcome, Status
 from kbench.runner.wire import BuildInfo
+
+if TYPE_CHECKING:  # for the annotations only: nothing of these is needed at run time, torch least of all
+    import torch
+
+    from kbench.judge.quiet import QuietGpu
+    from kbench.judge.remote_process import RunnerProcess
 
 
 class Progress:
@@ -161,16 +167,26 @@ class Findings:
         return Outcome(status=status, flags=tuple(self.flags), **fields)
 
 
+class Ending(Protocol):
+    """The last evaluation on the device, as Context holds it (evaluation.LastEnding, which imports this module):
+    whether it is still ending, and a wait until it has ended."""
+
+    @property
+    def pending(self) -> bool: ...
+
+    def wait(self) -> None: ...
+
+
 @dataclass
 class Context:
     """What every stage of an evaluation works with."""
 
     config: RunConfig
-    device: object             # torch.device
+    device: torch.device
     progress: Progress
     findings: Findings
-    runner: object = None      # remote_process.RunnerProcess: where the candidate runs
-    reference_runner: object = None  # remote_process.RunnerProcess: where the reference is timed
+    runner: RunnerProcess | None = None            # where the candidate runs
+    reference_runner: RunnerProcess | None = None  # where the reference is timed
     check: CheckResult | None = None  # the correctness trials so far (kept in the row of a later failure)
     overrides: dict = field(default_factory=dict)  # global overrides in use (the official sizes' or the CPU's)
     official: Outcome | None = None   # the verdict at the official sizes, once known (a sweep cannot undo it)
@@ -178,8 +194,8 @@ class Context:
     build_folder: Path | None = None  # the solution's extension builds (a build's runner writes there)
     triton_caches: tuple[Path, Path] | None = None  # (the runner's Triton cache, the solution's it started from)
     confined: Callable[[], None] = lambda: None  # waits for the candidate's runner to be confined and warm
-    last_ending: object = None  # evaluation.LastEnding: the last evaluation on the device, until it has ended
-    quiet_gpu: object = None    # quiet.QuietGpu: waits out the candidate's queued GPU work (GPU, guards)
+    last_ending: Ending | None = None      # the last evaluation on the device, until it has ended
+    quiet_gpu: QuietGpu | None = None      # waits out the candidate's queued GPU work (GPU, guards)
 
     @property
     def sizes(self) -> str:

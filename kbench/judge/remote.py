@@ -18,8 +18,8 @@ import torch
 
 from kbench.failures import Stop
 from kbench.judge.remote_process import RunnerDied, RunnerProcess, RunnerSilent, describe_exit
-from kbench.layouts import extent, nbytes, plain, storage_bytes, storage_groups
-from kbench.loading import release_cached_memory, synchronize
+from kbench.layouts import laid_out, nbytes, plain, storage_bytes
+from kbench.loading import release_cached_memory, synchronize, tensor_bytes
 from kbench.results import Status
 from kbench.runner import wire
 from kbench.runner.arenas import dtype_name, dtype_of
@@ -42,7 +42,7 @@ class OutputRoom:
     @classmethod
     def of(cls, output) -> "OutputRoom":
         values = output if isinstance(output, (tuple, list)) else [output]
-        return cls(tuple(value.numel() * value.element_size() for value in values if isinstance(value, torch.Tensor)))
+        return cls(tuple(tensor_bytes(value) for value in values if isinstance(value, torch.Tensor)))
 
     def allowed(self, index: int) -> int:
         return 2 * self.sizes[index] + ROOM_SLACK_BYTES
@@ -98,23 +98,20 @@ class RemoteModel:
         arena's views already: the timing loop's buffers), and each view is rebuilt there with its own dtype,
         shape, stride and storage offset, so the runner sees the problem's layout and sharing."""
         inputs = [plain(value) if isinstance(value, torch.Tensor) else value for value in inputs]
-        arguments: list = [None] * len(inputs)
-        views: list = [None] * len(inputs)
-        for first, members in storage_groups(inputs).items():
-            size = max(extent(inputs[index]) for index in members)
+        arena_of: dict[int, str] = {}  # input index -> its storage's arena
+
+        def filled_arena(first: int, members: list[int], size: int) -> torch.Tensor:
             arena = self.runner.arenas.ensure(f"{prefix}{first}", size)
+            arena_of.update(dict.fromkeys(members, arena))
             buffer = self.runner.arenas.buffers[arena]
             if size and inputs[first].untyped_storage().data_ptr() != buffer.data_ptr():  # else it is there already
                 buffer[:size].copy_(storage_bytes(inputs[first], size))
-            for index in members:
-                value = inputs[index]
-                ref = wire.TensorRef(arena, dtype_name(value.dtype), tuple(value.shape), tuple(value.stride()),
-                                     value.storage_offset())
-                views[index] = self.runner.arenas.view(arena, value.dtype, ref.shape, ref.stride, ref.offset)
-                arguments[index] = ref.to_wire()
-        for index, value in enumerate(inputs):
-            if not isinstance(value, torch.Tensor):
-                arguments[index] = {"value": _encoded(value)}
+            return buffer
+        views = laid_out(inputs, filled_arena)
+        arguments = [wire.TensorRef(arena_of[index], dtype_name(value.dtype), tuple(value.shape),
+                                    tuple(value.stride()), value.storage_offset()).to_wire()
+                     if isinstance(value, torch.Tensor) else {"value": _encoded(value)}
+                     for index, value in enumerate(inputs)]
         if self.runner.device.type == "cuda":  # the runner reads them (written on the judge's stream) at once
             torch.cuda.synchronize(self.runner.device)
         return {"op": "call", "instance": self.instance, "args": arguments}, views

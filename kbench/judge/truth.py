@@ -67,7 +67,7 @@ def largest_error(output, truth) -> float | None:
             return None
         if not got.is_floating_point() or not got.numel():
             continue
-        for got_chunk, expected_chunk, _ in check.chunks(got, expected):  # bounded temporaries on huge outputs
-            error = float((got_chunk.double() - expected_chunk.double()).abs().nan_to_num(float("inf")).max())
+        for got64, expected64, _ in check.chunks(got, expected, torch.float64):
+            error = float((got64 - expected64).abs().nan_to_num(float("inf")).max())
             worst = error if worst is None else max(worst, error)
     return worst

@@ -78,7 +78,13 @@ def _text(row, column: str) -> str:
 
 def disqualifying_flags(row) -> list[str]:
     """The row's flags (the CSV's `;`-separated `flags` column) except those about the measurement."""
-    return [flag for flag in _text(row, "flags").split(";") if flag and flag not in HARMLESS_FLAGS]
+    return _disqualifying(_text(row, "flags"))
+
+
+def _disqualifying(flags_text: str) -> list[str]:
+    """The flags of a `flags` cell that keep a correct result out of trusted fast_p: all but HARMLESS_FLAGS. The
+    one writing of that rule, for disqualifying_flags (one row) and trusted_mask (a frame)."""
+    return [flag for flag in flags_text.split(";") if flag and flag not in HARMLESS_FLAGS]
 
 
 def _column(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -95,9 +101,8 @@ def official_mask(frame: pd.DataFrame) -> pd.Series:
 
 
 def trusted_mask(frame: pd.DataFrame) -> pd.Series:
-    """Correct rows with no flag but harmless ones."""
-    flagged = _column(frame, "flags").map(lambda text: any(
-        flag and flag not in HARMLESS_FLAGS for flag in text.split(";")))
+    """Correct rows with no flag but harmless ones (none that disqualifying_flags would name)."""
+    flagged = _column(frame, "flags").map(lambda text: bool(_disqualifying(text)))
     return (frame["status"] == Status.CORRECT) & ~flagged
 
 

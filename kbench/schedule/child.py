@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -59,44 +59,53 @@ def identify(problem_path: Path, solution_path: Path, config: RunConfig, device:
                     device=device, run_id=run_id)
 
 
-def evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
-             overrides: dict | None = None, run_id: str = "", build_only: bool = False,
-             build_threads: int | None = None, build_nice: int = 0, slot_environment: dict | None = None,
-             identity: Identity | None = None, on_progress: Callable[[ProgressRecord], None] | None = None,
-             excused_s: Callable[[], float] = lambda: 0.0, overlap_ending: bool = True,
-             on_worker_started: Callable[[int], None] = lambda pid: None) -> Result:
-    """Judge one solution against one problem in a fresh child process.
+@dataclass(frozen=True)
+class EvaluationOptions:
+    """How one evaluation runs, besides what it judges (problem, solution, config): what evaluate() passes on to
+    each of its workers."""
 
-    With build_only, the child only imports the solution (building its extensions into the cache)
-    and returns status `built`, or the load/compile failure; a later evaluation then starts warm.
-    build_threads caps the compiler jobs one build may run (ninja's MAX_JOBS); build_nice lowers the
-    build's CPU priority (and its compilers') by that much; slot_environment tells its compilers where
-    to wait for a compile slot (slots.SlotServer.environment). `identity`: the row's identity when the
-    caller made it (a Ray node records the driver's paths and its own GPU), else made here. `on_progress`
-    sees the worker's progress record every half second or so while it runs. `excused_s()`: seconds the
-    build limit does not count (the build's waits for compile slots). `overlap_ending`: return once the worker has
-    written its outcome, its ending (CUDA teardown) overlapping this process's next evaluation on the device,
-    whose judge waits for it before timing anything; only where every evaluation on the device goes through
-    this process (not on Ray, whose tasks may run in other processes). `on_worker_started(pid)` is told the
-    worker's pid the moment it exists.
+    device: str | None = None        # None: the config's device (resolve_device)
+    overrides: dict | None = None    # the problem's sizes to run at, in place of its official ones
+    run_id: str = ""
+    # Only import the solution (building its extensions into the cache) and return status `built`, or the
+    # load/compile failure; a later evaluation then starts warm.
+    build_only: bool = False
+    build_threads: int | None = None  # caps the compiler jobs one build may run (ninja's MAX_JOBS)
+    build_nice: int = 0                # lowers the build's CPU priority (and its compilers') by that much
+    # Tells the build's compilers where to wait for a compile slot (slots.SlotServer.environment).
+    slot_environment: dict | None = None
+    # The row's identity when the caller made it (a Ray node records the driver's paths and its own GPU), else
+    # made here.
+    identity: Identity | None = None
+    # Sees the worker's progress record every half second or so while it runs.
+    on_progress: Callable[[ProgressRecord], None] | None = None
+    # Seconds the build limit does not count (the build's waits for compile slots).
+    excused_s: Callable[[], float] = lambda: 0.0
+    # Return once the worker has written its outcome, its ending (CUDA teardown) overlapping this process's next
+    # evaluation on the device, whose judge waits for it before timing anything; only where every evaluation on
+    # the device goes through this process (not on Ray, whose tasks may run in other processes).
+    overlap_ending: bool = True
+    on_worker_started: Callable[[int], None] = lambda pid: None  # told the worker's pid the moment it exists
+
+
+def evaluate(problem_path: Path, solution_path: Path, config: RunConfig,
+             options: EvaluationOptions = EvaluationOptions()) -> Result:
+    """Judge one solution against one problem in a fresh child process, as `options` say (EvaluationOptions).
 
     A solution whose import builds extensions that the cache does not hold yet is built first, as a sweep's
     build phase does (build_only): an evaluation's runner never writes the build cache (runner/serve.py).
     """
-    arguments = dict(device=device, overrides=overrides, run_id=run_id, build_threads=build_threads,
-                     build_nice=build_nice, slot_environment=slot_environment, identity=identity,
-                     on_progress=on_progress, excused_s=excused_s, on_worker_started=on_worker_started)
-    if build_only or needs_build_phase(solution_path, config):
-        built = _evaluate(problem_path, solution_path, config, build_only=True, **arguments)
+    if options.build_only or needs_build_phase(solution_path, config):
+        built = _evaluate(problem_path, solution_path, config, replace(options, build_only=True))
         if built.status == Status.BUILT:
             _record_built(solution_path, config)
-        if build_only or built.status != Status.BUILT:
+        if options.build_only or built.status != Status.BUILT:
             return built  # a failed build is the verdict
-        result = _evaluate(problem_path, solution_path, config, overlap_ending=overlap_ending, **arguments)
+        result = _evaluate(problem_path, solution_path, config, options)
         if built.build_s is None:
             return result  # its import built nothing: what the evaluation built, if anything, is the row's build
         return result.with_outcome(build_s=built.build_s, build_reused=built.build_reused)
-    return _evaluate(problem_path, solution_path, config, overlap_ending=overlap_ending, **arguments)
+    return _evaluate(problem_path, solution_path, config, options)
 
 
 def needs_build_phase(solution_path: Path, config: RunConfig) -> bool:
@@ -125,17 +134,13 @@ def _built_marker(solution: Solution, config: RunConfig) -> Path:
     return config.cache_dir / "loadable" / versions_tag() / solution.sha256
 
 
-def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, device: str | None = None,
-              overrides: dict | None = None, run_id: str = "", build_only: bool = False,
-              build_threads: int | None = None, build_nice: int = 0, slot_environment: dict | None = None,
-              identity: Identity | None = None, on_progress: Callable[[ProgressRecord], None] | None = None,
-              excused_s: Callable[[], float] = lambda: 0.0, overlap_ending: bool = True,
-              on_worker_started: Callable[[int], None] = lambda pid: None) -> Result:
+def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, options: EvaluationOptions) -> Result:
     """evaluate() without the build phase."""
-    device = device or resolve_device(config.device)
+    device = options.device or resolve_device(config.device)
+    build_only, on_progress = options.build_only, options.on_progress
     started = time.monotonic()
-    identity = identity or identify(problem_path, solution_path, config, device, run_id)
-    sizes = describe_overrides(overrides or {})
+    identity = options.identity or identify(problem_path, solution_path, config, device, options.run_id)
+    sizes = describe_overrides(options.overrides or {})
     try:
         solution = Solution.read(solution_path)
     except OSError as error:
@@ -145,16 +150,16 @@ def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, dev
                                            sizes=sizes), started)
     log_path = _log_path(config.cache_dir, solution_path, solution.sha256)
     identity = replace(identity, log_path=str(log_path))
-    extra_environment = {"MAX_JOBS": str(build_threads)} if build_threads else {}
-    if build_nice:
-        extra_environment["KBENCH_NICE"] = str(build_nice)
-    extra_environment.update(slot_environment or {})
-    overlap_ending = overlap_ending and not build_only
+    extra_environment = {"MAX_JOBS": str(options.build_threads)} if options.build_threads else {}
+    if options.build_nice:
+        extra_environment["KBENCH_NICE"] = str(options.build_nice)
+    extra_environment.update(options.slot_environment or {})
+    overlap_ending = options.overlap_ending and not build_only
     pool = worker_pool()
     with tempfile.TemporaryDirectory(prefix="kbench-job-") as scratch:
         job = Job(problem_path=str(problem_path.resolve()), solution_path=str(solution_path.resolve()),
                   device=device, config=config, result_path=str(Path(scratch) / "result.json"),
-                  progress_path=str(Path(scratch) / "progress.json"), overrides=overrides or {},
+                  progress_path=str(Path(scratch) / "progress.json"), overrides=options.overrides or {},
                   log_path=str(log_path), build_only=build_only,
                   wait_for=pool.ending_marker(device) if overlap_ending else "")
         job.save(Path(scratch) / "job.json")
@@ -162,7 +167,7 @@ def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, dev
         def report_progress():
             if on_progress is not None:
                 on_progress(ProgressRecord.load(Path(job.progress_path)))
-        limits = Limits(config, build_only, excused_s)
+        limits = Limits(config, build_only, options.excused_s)
 
         def past_the_reference() -> bool:  # the next judge's warm-up stays out of the reference's time alone
             return ProgressRecord.load(Path(job.progress_path)).phase not in PHASES_BEFORE_THE_CANDIDATE
@@ -170,7 +175,7 @@ def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, *, dev
                               lambda: limits.out_of_time(ProgressRecord.load(Path(job.progress_path))),
                               extra_environment, device, while_waiting=report_progress, warm=not build_only,
                               result_path=Path(job.result_path) if overlap_ending else None,
-                              on_start=limits.started(on_worker_started), top_up_due=past_the_reference)
+                              on_start=limits.started(options.on_worker_started), top_up_due=past_the_reference)
         progress = ProgressRecord.load(Path(job.progress_path))
         if on_progress is not None:  # the last record too: a short evaluation can end between two reads
             on_progress(progress)

@@ -18,7 +18,7 @@ from pathlib import Path
 from kbench.config import RunConfig
 from kbench.failures import one_line
 from kbench.results import Identity, Outcome, Result, Status
-from kbench.schedule.child import evaluate, file_hash, identify, recorded
+from kbench.schedule.child import EvaluationOptions, evaluate, file_hash, identify, recorded
 from kbench.schedule.scheduler import BUILD_NICE, Pair
 
 INSTALL_HINT = 'kbench sweep --executor ray needs Ray: pip install "kbench[ray]"'
@@ -140,9 +140,9 @@ def run_on_node(job: NodeJob) -> Result:
     gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU") or []
     identity = replace(job.identity, device=f"{f'cuda:{gpus[0]}' if gpus else job.device}@{node}")
     # Ray may run the next task on this GPU in another process: each evaluation ends before its task does.
-    return evaluate(job.problem, job.solution, job.config, device=job.device, build_only=job.build_only,
-                    build_threads=job.build_threads, build_nice=job.build_nice, identity=identity,
-                    overlap_ending=False)
+    return evaluate(job.problem, job.solution, job.config, EvaluationOptions(
+        device=job.device, build_only=job.build_only, build_threads=job.build_threads, build_nice=job.build_nice,
+        identity=identity, overlap_ending=False))
 
 
 def _differences_from_driver(job: NodeJob) -> list[str]:

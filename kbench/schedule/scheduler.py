@@ -11,6 +11,7 @@ import os
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -19,7 +20,7 @@ from kbench.config import RunConfig
 from kbench.schedule.job import ProgressRecord
 from kbench.results import Result, Status
 from kbench.schedule.pool import PoolClosed, worker_pool
-from kbench.schedule.child import evaluate, needs_build_phase
+from kbench.schedule.child import EvaluationOptions, evaluate, needs_build_phase
 from kbench.extensions.slots import Compile, SlotServer
 from kbench.solution import Solution
 
@@ -124,9 +125,10 @@ class LocalExecutor:
     def build(self, pair: Pair, config: RunConfig, device: str, run_id: str, build_threads: int,
               rank: int = 0, on_progress: Watcher | None = None) -> Result:
         slots = self._slots
+        options = EvaluationOptions(device=device, run_id=run_id, build_only=True, build_threads=build_threads,
+                                    build_nice=BUILD_NICE, on_progress=on_progress)
         if slots is None:
-            return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
-                            build_threads=build_threads, build_nice=BUILD_NICE, on_progress=on_progress)
+            return evaluate(pair[0], pair[1], config, options)
         workers = []
 
         def registered(pid: int) -> None:  # its compilers are its own in the slots' order, whatever they say
@@ -135,17 +137,17 @@ class LocalExecutor:
         # A build that waits for compile slots behind others' compilers is not slow itself: its timeout
         # counts the rest.
         try:
-            return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, build_only=True,
-                            build_threads=build_threads, build_nice=BUILD_NICE, slot_environment=slots.environment(),
-                            on_progress=on_progress, excused_s=lambda: slots.waited_s(rank),
-                            on_worker_started=registered)
+            return evaluate(pair[0], pair[1], config, replace(
+                options, slot_environment=slots.environment(), excused_s=lambda: slots.waited_s(rank),
+                on_worker_started=registered))
         finally:
             for pid in workers:
                 slots.unregister(pid)
 
     def evaluate(self, pair: Pair, config: RunConfig, device: str, run_id: str,
                  on_progress: Watcher | None = None) -> Result:
-        return evaluate(pair[0], pair[1], config, device=device, run_id=run_id, on_progress=on_progress)
+        return evaluate(pair[0], pair[1], config, EvaluationOptions(device=device, run_id=run_id,
+                                                                    on_progress=on_progress))
 
 
 # The precompiled headers' primers running in this process (by marker): one per build cache and flag set.
