@@ -7,20 +7,19 @@ from pathlib import Path
 
 import torch
 
-from kbench.failures import Stop, one_line
+from kbench.failures import Evidence, Kind, Party, Stop, one_line
 from kbench.layouts import copied_with_layout
 from kbench.problem import load_module
-from kbench.results import Status
 
 
 def load_problem(path: str):
     try:
         module = load_module(Path(path), "kbench_problem")
     except Exception as error:
-        raise Stop(Status.REFERENCE_ERROR, f"problem file failed to load: {one_line(error)}")
+        raise Stop(Evidence(Party.REFERENCE, Kind.LOAD_FAILED, f"problem file failed to load: {one_line(error)}"))
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
-            raise Stop(Status.REFERENCE_ERROR, f"problem file defines no {name}")
+            raise Stop(Evidence(Party.REFERENCE, Kind.LOAD_FAILED, f"problem file defines no {name}"))
     return module
 
 
@@ -37,7 +36,8 @@ def reference_init_inputs(problem_module, seed: int, device, precision: str = "f
 def build_reference(problem_module, init_inputs: list, seed: int, device, precision: str = "float32"):
     """Model(*init_inputs) built right after `seed`, then moved to `device` and cast to `precision`, as KernelBench
     builds each model and as the runners build theirs (the timed reference, ModelNew): its weights do not depend on
-    what get_init_inputs() drew. Running out of memory may be another process's doing (evaluation.py decides)."""
+    what get_init_inputs() drew. Running out of memory may be another process's doing (verdicts.decide, on what
+    evaluation.py finds)."""
     torch.manual_seed(seed)
     try:
         return problem_module.Model(*init_inputs).to(device, model_dtype(precision))
@@ -49,7 +49,7 @@ def input_maker(problem_module, device, precision: str = "float32"):
     """make_inputs(seed): the problem's get_inputs() under that seed, on the device, its floating tensors cast to
     `precision`; a get_inputs() that
     raises is the problem's fault (reference_error), a lost CUDA context is not its (see lost_context), and
-    running out of memory may be the judge's copies (evaluation.py decides both)."""
+    running out of memory may be the judge's copies (verdicts.decide, on what evaluation.py finds)."""
     def make_inputs(seed: int) -> list:
         _seed_input_generators(seed, device)
         try:
@@ -61,14 +61,14 @@ def input_maker(problem_module, device, precision: str = "float32"):
 
 
 def _problem_s_fault(error: Exception, what: str, show: bool = False) -> Stop:
-    """The problem's failure (reference_error) to raise; a lost CUDA context is not its (see lost_context) and
-    running out of memory may be the judge's copies or another process's (evaluation.py decides both): those are
-    raised as they are, here. `show`: the traceback goes to the log first."""
+    """The problem's failure to raise; a lost CUDA context is not its (see lost_context) and running out of
+    memory may be the judge's copies or another process's (verdicts.decide, on what evaluation.py finds): those
+    are raised as they are, here. `show`: the traceback goes to the log first."""
     if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
         raise error
     if show:
         traceback.print_exc()
-    return Stop(Status.REFERENCE_ERROR, f"{what}: {one_line(error)}")
+    return Stop(Evidence(Party.REFERENCE, Kind.RAISED, f"{what}: {one_line(error)}"))
 
 
 def on_device(values, device, precision: str = "float32") -> list:
@@ -96,12 +96,12 @@ def _seed_input_generators(seed: int, device) -> None:
         torch.cuda.manual_seed_all(seed)  # immediate once CUDA is initialised, queued for it before
 
 
-def call(model, inputs, device, failure_status: str, what: str = ""):
-    """Run a forward and wait for the device, so asynchronous CUDA errors surface here.
+def call(model, inputs, device, party: Party, what: str = ""):
+    """Run a forward and wait for the device, so asynchronous CUDA errors surface here; an error is `party`'s.
 
     An error that lost the CUDA context propagates as it is, whoever called: it belongs to whatever launched
     the failing kernel, which need not be this call; so does running out of memory, which may be the judge's
-    own copies (evaluation.py decides both)."""
+    own copies (verdicts.decide, on what evaluation.py finds)."""
     try:
         output = model(*inputs)
         synchronize(device)
@@ -110,7 +110,7 @@ def call(model, inputs, device, failure_status: str, what: str = ""):
         traceback.print_exc()
         if lost_context(error) or isinstance(error, torch.OutOfMemoryError):
             raise
-        raise Stop(failure_status, f"{what}{one_line(error)}")
+        raise Stop(Evidence(party, Kind.RAISED, f"{what}{one_line(error)}"))
 
 
 def lost_context(error: BaseException) -> bool:
@@ -132,7 +132,7 @@ def lost_context(error: BaseException) -> bool:
 
 def call_reference(model, inputs, device, cloned: bool = False):
     """The reference's output for `inputs` (on a copy of them unless `cloned`: the caller made one)."""
-    return call(model, inputs if cloned else clone(inputs), device, Status.REFERENCE_ERROR,
+    return call(model, inputs if cloned else clone(inputs), device, Party.REFERENCE,
                 "reference forward failed: ")
 
 

@@ -1,6 +1,8 @@
-"""The judge's verdict rules in one place: how an official verdict, a sweep and the flags make the recorded
-outcome, what a lost sweep configuration does, and the timing rules. Torch-free: the parent
-applies the same rules to a judge that died mid-sweep (child.lost_worker_outcome)."""
+"""The judge's verdict rules in one place. `decide` is the one function that turns what the stages of an evaluation
+found (failures.Evidence: who failed, what happened, in which phase) into the recorded Outcome: every rule of who is
+to blame and which status it is lives there, and nowhere else (the worker's judge, the parent's lost-worker path and
+the Ray executor all call it). Beside it, the rules that feed it: the timing flags, the reference slowed beside
+the candidate, a shortage of GPU memory that is kbench's own. Torch-free."""
 
 from __future__ import annotations
 
@@ -8,7 +10,82 @@ import re
 from dataclasses import replace
 
 from kbench import flags, stats
+from kbench.failures import PHASES_BEFORE_THE_CANDIDATE, SWEEPING, Evidence, Kind, Party
 from kbench.results import Outcome, Status, SweepResult, Timing
+
+# The candidate's status for each kind of evidence against it.
+_CANDIDATE_STATUS = {Kind.PASSED: Status.CORRECT, Kind.BUILT: Status.BUILT, Kind.WRONG_OUTPUT: Status.INCORRECT,
+                     Kind.BROKE_PROTOCOL: Status.INCORRECT, Kind.REJECTING_FLAG: Status.REJECTED,
+                     Kind.BUILD_FAILED: Status.COMPILE_ERROR, Kind.LOAD_FAILED: Status.LOAD_ERROR,
+                     Kind.RAISED: Status.RUNTIME_ERROR, Kind.OUT_OF_MEMORY: Status.RUNTIME_ERROR,
+                     Kind.DIED: Status.CRASHED, Kind.SILENT: Status.TIMEOUT, Kind.NEEDS_CUDA: Status.SKIPPED}
+_LOST = (Kind.DIED, Kind.SILENT)
+
+# Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
+_NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
+                     "Found no NVIDIA", "CUDA driver", "cuda runtime")
+
+
+def decide(evidence: Evidence, *, official: Outcome | None = None, progress=None, sweep: SweepResult | None = None,
+           strict: bool = False, cpu_only: bool = False, reduced_sizes: str = "", **fields) -> Outcome:
+    """The outcome to record for `evidence`. `official`: the verdict at the official sizes, once known (a failure
+    in the sweep then only ends the sweep, at the configuration `progress` (job.ProgressRecord) was running;
+    evidence that nothing failed then ends it with `sweep`). `strict`: noting flags fail a correct result.
+    `cpu_only`: a CPU-only run (a candidate's error that says CUDA is missing skips it). `reduced_sizes`: the
+    sizes kbench reduced the problem to on a CPU ("" for none), named in a reference_error. `fields`: the rest of
+    the Outcome (flags, check, timings, build_s, sizes, ...), as the stages collected them."""
+    if evidence.kind is Kind.PASSED:
+        if official is not None:
+            return final_outcome(official, sweep, strict)
+        return final_outcome(Outcome(status=Status.CORRECT, message=evidence.message, **fields), sweep, strict)
+    message = evidence.message
+    if evidence.kind in _LOST and not evidence.started:
+        message = f"{message} (the runner died starting, before any candidate code)"
+    if official is not None and _ends_only_the_sweep(evidence):
+        return _sweep_lost(official, progress, message, strict)
+    status, message = _blamed(evidence, message, cpu_only, reduced_sizes)
+    return Outcome(status=status, message=message, **fields)
+
+
+def _ends_only_the_sweep(evidence: Evidence) -> bool:
+    """After the official verdict, a runner that dies or hangs, or an error of the judge's own, ends the sweep at
+    the configuration being run; a worker lost whole keeps its provisional verdict only if it was lost sweeping."""
+    if evidence.kind in _LOST:
+        return evidence.party is not Party.JUDGE or evidence.phase == SWEEPING
+    return evidence.party is Party.JUDGE and evidence.kind in (Kind.RAISED, Kind.OUT_OF_MEMORY)
+
+
+def _blamed(evidence: Evidence, message: str, cpu_only: bool, reduced_sizes: str) -> tuple[str, str]:
+    """(status, message) for a failure, by who failed, what happened and in which phase."""
+    party, kind, phase = evidence.party, evidence.kind, evidence.phase
+    if kind in _LOST:
+        # Lost before it started, the reference's runner, the machine's, or anything before the candidate's code
+        # existed: never the candidate's crash or hang.
+        if not evidence.started or party in (Party.REFERENCE, Party.MACHINE) or phase in PHASES_BEFORE_THE_CANDIDATE:
+            return Status.INFRA_ERROR, message
+        return (Status.TIMEOUT if kind is Kind.SILENT else Status.CRASHED), message
+    if party is Party.MACHINE:
+        return Status.INFRA_ERROR, message
+    if party is Party.REFERENCE:  # a reference that fails at kbench's reduced CPU sizes may run at the official ones
+        hint = f" (at kbench's reduced CPU sizes {reduced_sizes}; try --full-size)" if reduced_sizes else ""
+        return Status.REFERENCE_ERROR, message + hint
+    if party is Party.JUDGE:
+        if kind is Kind.BROKE_RULE:
+            return Status.INFRA_ERROR, message
+        if kind is Kind.OUT_OF_MEMORY and evidence.held:
+            return Status.INFRA_ERROR, (f"kbench ran out of GPU memory while {phase}: {evidence.held}; run it on a "
+                                        f"card with more memory")
+        # An error of the judge's own: before the candidate was imported nothing of it ran, so the problem failed;
+        # after, the candidate may be the cause (it can fill the device's memory, say).
+        status = Status.REFERENCE_ERROR if phase in PHASES_BEFORE_THE_CANDIDATE else Status.RUNTIME_ERROR
+        return status, f"failed while {phase}: {message}"
+    if cpu_only and kind in (Kind.LOAD_FAILED, Kind.BUILD_FAILED, Kind.RAISED, Kind.OUT_OF_MEMORY) \
+            and any(text.lower() in message.lower() for text in _NO_CUDA_MESSAGES):
+        return Status.SKIPPED, f"needs a CUDA device ({message})"  # not the candidate's fault
+    status = _CANDIDATE_STATUS[kind]
+    if status == Status.RUNTIME_ERROR and not message.startswith("failed while"):
+        message = f"failed while {phase}: {message}"  # its runner does not know the judge's phases
+    return status, message
 
 
 def final_outcome(official: Outcome, sweep: SweepResult | None, strict: bool) -> Outcome:
@@ -24,7 +101,7 @@ def final_outcome(official: Outcome, sweep: SweepResult | None, strict: bool) ->
     return outcome
 
 
-def sweep_lost(official: Outcome, progress, what: str, strict: bool) -> Outcome:
+def _sweep_lost(official: Outcome, progress, what: str, strict: bool) -> Outcome:
     """The official verdict stands; the sweep configuration being run (progress: job.ProgressRecord) counts as
     run and failed with `what`."""
     counts = progress.sweep

@@ -375,6 +375,7 @@ def test_a_candidate_runner_that_fails_warming_up_ran_nothing_of_the_candidate_s
     from types import SimpleNamespace
     from kbench.judge import evaluation
     from kbench.failures import Stop
+    from kbench.verdicts import decide
     starting = RunnerProcess("cuda:99")
     try:
         context = SimpleNamespace(config=SimpleNamespace(cache_dir=tmp_path), runner=starting)
@@ -382,7 +383,8 @@ def test_a_candidate_runner_that_fails_warming_up_ran_nothing_of_the_candidate_s
         confined = evaluation._send_job(job, context)
         with pytest.raises(Stop) as stop:
             confined()
-        assert stop.value.status == Status.INFRA_ERROR and "before any candidate code" in stop.value.message
+        assert decide(stop.value.evidence).status == Status.INFRA_ERROR
+        assert "before any candidate code" in stop.value.message
     finally:
         starting.stop()
 

@@ -13,7 +13,7 @@ from kbench import flags
 from kbench.extensions.cache import _sole_builder as sole_builder
 from kbench.results import Status
 from kbench.schedule.child import EvaluationOptions, evaluate
-from kbench.schedule.job import WAITING_FOR_THE_LAST
+from kbench.failures import WAITING_FOR_THE_LAST
 
 from conftest import PROBLEMS, SOLUTIONS
 from conftest import judged as judged_once
@@ -309,7 +309,8 @@ def test_a_taken_waiting_worker_is_replaced_once_the_reference_was_timed_alone(c
     import tempfile
 
     from kbench.schedule import pool as pool_module
-    from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, ProgressRecord
+    from kbench.failures import PHASES_BEFORE_THE_CANDIDATE
+    from kbench.schedule.job import ProgressRecord
 
     pool = pool_module.worker_pool()
     pool.prestart("cpu")  # a waiting worker to take

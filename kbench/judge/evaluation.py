@@ -1,8 +1,8 @@
 """One evaluation, as the judge runs it: load the problem, run the reference (the problem's Model is built in the
 reference's runner meanwhile) and time that one alone, have the candidate's runner import the solution
 (building its extensions) and build ModelNew, run the correctness trials, time both runners' models, sweep.
-The candidate's code runs only in its runner (remote.py); every decision is taken here. Every failure on the
-way is a Stop that becomes the outcome's status."""
+The candidate's code runs only in its runner (remote.py). Every failure on the way is evidence (a Stop's, a
+runner lost, an error of the judge's own) that verdicts.decide turns into the outcome; so is the pass."""
 
 from __future__ import annotations
 
@@ -22,9 +22,8 @@ from kbench.judge import guards
 from kbench.extensions.cache import copy_new_entries, solution_folder
 from kbench.extensions.slots import compiler_wrappers
 from kbench.extensions.primer import compilers_root, headers_root
-from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, WAITING_FOR_THE_LAST, Job
-from kbench.failures import Stop, one_line
-from kbench.verdicts import final_outcome
+from kbench.schedule.job import Job
+from kbench.failures import RUNNER_REPORTS, WAITING_FOR_THE_LAST, Evidence, Kind, Party, Stop, one_line
 from kbench.loading import (build_reference, call_reference, clone, input_maker, load_problem, reference_init_inputs,
                             release_cached_memory)
 from kbench.judge.measure import measure, time_alone
@@ -34,16 +33,11 @@ from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.processes import open_log
 from kbench.judge.progress import Context, Findings, Progress, answer_limit
-from kbench.judge.remote import OutputRoom, RemoteModel, begin_stand_in, failure_of, new_candidate
+from kbench.judge.remote import OutputRoom, RemoteModel, begin_stand_in, evidence_of, new_candidate
 from kbench.judge.remote_process import RunnerDied, Runners, describe_exit
-from kbench.results import Outcome, Status, Timing
+from kbench.results import Outcome, Timing
 from kbench.runner import wire
 from kbench.judge.trials import OfficialTrials, guard_modes, plan_instances
-
-# Errors that, on a CPU-only run, mean the candidate needs CUDA rather than that it is wrong.
-_NO_CUDA_MESSAGES = ("not compiled with CUDA", "no NVIDIA driver", "CUDA_HOME", "No CUDA GPUs",
-                     "Found no NVIDIA", "CUDA driver", "cuda runtime")
-
 
 def judge(job: Job, device: torch.device, progress: Progress, environment: dict, runners: Runners) -> Outcome:
     """The outcome of `job`; `environment` (device name, versions) goes into it as it is. `runners` are this
@@ -69,46 +63,24 @@ def judge(job: Job, device: torch.device, progress: Progress, environment: dict,
 
 
 def _decided(job: Job, context: Context, finish) -> Outcome:
-    progress, device = context.progress, context.device
+    """The evaluation's outcome: the stages' own, or what verdicts.decide makes of the evidence of a failure."""
+    progress = context.progress
     try:
         return finish(_stages(job, context, finish))
-    except RunnerDied as died:
-        stop = failure_of(died, progress.record.phase)
-        if not died.ready:
-            stop = Stop(Status.INFRA_ERROR, f"{stop.message} (the runner died starting, before any candidate code)")
-        elif progress.record.phase in PHASES_BEFORE_THE_CANDIDATE or died.runner is context.reference_runner:
-            stop = Stop(Status.INFRA_ERROR, stop.message)  # nothing of the candidate's ran in it
-        return finish(_after_official(stop, context) or context.findings.outcome(stop.status, message=stop.message,
-                                                                                 check=context.check))
+    except RunnerDied as died:  # whose runner it was, and when: decide places the blame
+        party = Party.REFERENCE if died.runner is context.reference_runner else Party.CANDIDATE
+        evidence = evidence_of(died, progress.record.phase, party)
     except Stop as stop:
-        status, message = _needs_cuda(stop, device)
-        message = _in_phase(status, message, progress.record.phase)
-        return finish(context.findings.outcome(status, message=_with_hint(status, message, job, context),
-                                               check=context.check))
+        evidence = replace(stop.evidence, phase=stop.evidence.phase or progress.record.phase)
     except Exception as error:  # raised outside a Stop: the judge's own CUDA context failed, say
         traceback.print_exc()
-        return finish(_unexpected(error, context))
-
-
-def _after_official(stop: Stop, context: Context) -> Outcome | None:
-    """After the official verdict, a runner that dies ends the sweep at the configuration being run."""
-    if context.official is None:
-        return None
-    return verdicts.sweep_lost(context.official, context.progress.record, stop.message, context.config.strict)
-
-
-def _unexpected(error: Exception, context: Context) -> Outcome:
-    """An error of the judge's own. Before the candidate was imported nothing of it ran: the problem failed.
-    After, the candidate may be the cause (it can fill the device's memory, say): the phase's runtime error."""
-    phase, what = context.progress.record.phase, one_line(error)
-    if context.official is not None:
-        return verdicts.sweep_lost(context.official, context.progress.record, what, context.config.strict)
-    held = _kbench_held_the_card(error, context)
-    if held:
-        return context.findings.outcome(Status.INFRA_ERROR, message=f"kbench ran out of GPU memory while {phase}: "
-                                        f"{held}; run it on a card with more memory", check=context.check)
-    status = Status.REFERENCE_ERROR if phase in PHASES_BEFORE_THE_CANDIDATE else Status.RUNTIME_ERROR
-    return context.findings.outcome(status, message=f"failed while {phase}: {what}", check=context.check)
+        kind = Kind.OUT_OF_MEMORY if isinstance(error, torch.OutOfMemoryError) else Kind.RAISED
+        held = _kbench_held_the_card(error, context) if context.official is None else ""
+        evidence = Evidence(Party.JUDGE, kind, one_line(error), phase=progress.record.phase, held=held)
+    reduced = context.sizes if context.sizes and not job.overrides else ""
+    return finish(context.findings.outcome(evidence, official=context.official, progress=progress.record,
+                                           strict=context.config.strict, cpu_only=context.device.type == "cpu",
+                                           reduced_sizes=reduced, check=context.check))
 
 
 def _kbench_held_the_card(error: Exception, context: Context) -> str:
@@ -119,13 +91,6 @@ def _kbench_held_the_card(error: Exception, context: Context) -> str:
     return verdicts.memory_shortage(str(error), context.runner.process.pid, context.reference_runner.process.pid,
                                     torch.cuda.memory_allocated(context.device),
                                     torch.cuda.get_device_properties(context.device).total_memory)
-
-
-def _with_hint(status: str, message: str, job: Job, context: Context) -> str:
-    """A reference that fails at kbench's reduced CPU sizes may run at the official ones."""
-    if status == Status.REFERENCE_ERROR and context.sizes and not job.overrides:
-        return f"{message} (at kbench's reduced CPU sizes {context.sizes}; try --full-size)"
-    return message
 
 
 def _stages(job: Job, context: Context, finish) -> Outcome:
@@ -140,7 +105,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
     context.overrides = overrides
     if job.build_only:
         _import_solution(job, context)
-        return context.findings.outcome(Status.BUILT)
+        return context.findings.outcome(Evidence(Party.CANDIDATE, Kind.BUILT))
     with torch.no_grad():
         with overridden(problem_module, overrides):
             reference = _reference_first(job, problem_module, context)
@@ -154,7 +119,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
         context.reference_runner.kill()  # nothing after the official verdict needs it: its exit overlaps the sweep
         progress.update(provisional=finish(official))  # survives a sweep that kills the judge
         sweep = run_sweep(problem_module, context) if config.sweep > 0 else None
-    return final_outcome(official, sweep, config.strict)
+    return verdicts.decide(Evidence(Party.CANDIDATE, Kind.PASSED), official=official, sweep=sweep, strict=config.strict)
 
 
 @dataclass
@@ -304,15 +269,17 @@ def _send_job(job: Job, context: Context) -> Callable[[], None]:
         try:
             reply = runner.reply()
         except RunnerDied as died:  # no candidate code has run in it yet
-            raise Stop(Status.INFRA_ERROR, f"{describe_exit(died.returncode)} while the candidate's runner "
-                                           f"confined itself and warmed up, before any candidate code")
+            raise Stop(Evidence(Party.MACHINE, Kind.DIED, f"{describe_exit(died.returncode)} while the candidate's "
+                                                          f"runner confined itself and warmed up, before any "
+                                                          f"candidate code"))
         for note in reply.get("notes") or []:
             if isinstance(note, str):
                 print(f"kbench: runner: {note}", flush=True)
         failure = wire.Failure.in_reply(reply)
         if failure is not None:
-            raise Stop(Status.INFRA_ERROR, f"the candidate's runner failed confining itself or warming up, before "
-                                           f"any candidate code: {failure.message}")
+            raise Stop(Evidence(Party.MACHINE, Kind.RAISED, f"the candidate's runner failed confining itself or "
+                                                            f"warming up, before any candidate code: "
+                                                            f"{failure.message}"))
     return confined
 
 
@@ -341,7 +308,7 @@ def _import_solution(job: Job, context: Context) -> None:
               "not stopped while the reference is timed", flush=True)
     failure = wire.Failure.in_reply(reply)
     if failure is not None:
-        raise Stop(failure.status, failure.message)
+        raise Stop(Evidence(Party.CANDIDATE, RUNNER_REPORTS[failure.status], failure.message))
 
 
 def _official_verdict(reference: _Reference, context: Context) -> Outcome:
@@ -364,8 +331,9 @@ def _official_verdict(reference: _Reference, context: Context) -> Outcome:
     result = trials.finish()
     if timed and reference.alone:
         verdicts.note_slowed_reference(reference.alone, timed.reference_timing, context.findings)
-    return context.findings.outcome(Status.CORRECT, check=result.check, message=context.findings.message,
-                                    reference_alone=reference.alone, **(timed.fields() if timed else {}))
+    return context.findings.outcome(Evidence(Party.CANDIDATE, Kind.PASSED, context.findings.message),
+                                    check=result.check, reference_alone=reference.alone,
+                                    **(timed.fields() if timed else {}))
 
 
 def _new_instance(reference: _Reference, context: Context) -> RemoteModel:
@@ -374,21 +342,6 @@ def _new_instance(reference: _Reference, context: Context) -> RemoteModel:
     release_cached_memory(context.device)  # what the reference's calls freed: the candidate may need it
     return new_candidate(context.runner, reference.init_inputs, context.config.seed, context.overrides,
                          reference.room, context.config.precision)
-
-
-def _needs_cuda(stop: Stop, device) -> tuple[str, str]:
-    """On a CPU-only run, a failure that says CUDA is missing is `skipped`, not the candidate's fault."""
-    if device.type == "cpu" and stop.status in (Status.LOAD_ERROR, Status.COMPILE_ERROR, Status.RUNTIME_ERROR) \
-            and any(text.lower() in stop.message.lower() for text in _NO_CUDA_MESSAGES):
-        return Status.SKIPPED, f"needs a CUDA device ({stop.message})"
-    return stop.status, stop.message
-
-
-def _in_phase(status: str, message: str, phase: str) -> str:
-    """A runtime error the candidate's runner reports (it does not know the judge's phases) names the phase."""
-    if status == Status.RUNTIME_ERROR and not message.startswith("failed while"):
-        return f"failed while {phase}: {message}"
-    return message
 
 
 def _cpu_seconds(runners_cpu_s: float) -> float:
@@ -428,5 +381,6 @@ def wait_for_file(path: Path, limit_s: float) -> None:
     deadline = time.monotonic() + limit_s
     while not path.exists():
         if time.monotonic() > deadline:
-            raise Stop(Status.INFRA_ERROR, f"the last evaluation on this device did not end within {limit_s:g} s")
+            raise Stop(Evidence(Party.MACHINE, Kind.SILENT,
+                                f"the last evaluation on this device did not end within {limit_s:g} s"))
         time.sleep(WAIT_STEP_S)

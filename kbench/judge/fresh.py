@@ -21,8 +21,7 @@ from kbench import flags
 from kbench.judge import check, guards
 from kbench.loading import synchronize
 from kbench.judge.progress import Context
-from kbench.failures import Stop
-from kbench.results import Status
+from kbench.failures import Evidence, Kind, Party, Stop
 from kbench.runner.arenas import refill
 from kbench.judge.trials import ask_truth
 
@@ -75,7 +74,8 @@ class FreshRounds:
         """After the reference's batch on this round's contents (the candidate's came first); `outputs`:
         remote.BatchOutputs."""
         if not self.candidate_ran:  # the sides' order is the guard: its outputs would go unchecked
-            raise Stop(Status.INFRA_ERROR, "kbench timed the reference before the candidate in a round")
+            raise Stop(Evidence(Party.JUDGE, Kind.BROKE_RULE,
+                                "kbench timed the reference before the candidate in a round"))
         if self.candidate_outputs is not None:
             self._compare(self.candidate_outputs, outputs)
             self.candidate_outputs = None
@@ -118,4 +118,4 @@ class FreshRounds:
         findings = self.context.findings
         findings.flag(flags.STALE_OUTPUT, f"call {index} of timed batch {self.batches} returned a wrong output for "
                                           f"its inputs (memoised or skipped work): {outcome.mismatch}")
-        raise Stop(Status.REJECTED, "; ".join(findings.flag_messages))
+        raise Stop(Evidence(Party.CANDIDATE, Kind.REJECTING_FLAG, "; ".join(findings.flag_messages)))

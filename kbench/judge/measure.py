@@ -13,10 +13,10 @@ import torch
 from kbench import flags, stats, verdicts
 from kbench.judge import guards, timing
 from kbench.judge.fresh import FreshRounds
-from kbench.failures import Stop, one_line
+from kbench.failures import Evidence, Kind, Party, Stop, one_line
 from kbench.judge.progress import Context
 from kbench.judge.remote_process import RunnerDied
-from kbench.results import ClockRecord, Status, Timing
+from kbench.results import ClockRecord, Timing
 from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, empty_ms,
                                       output_sizes, plan_batches)
 from kbench.judge.trials import TrialsResult
@@ -53,10 +53,10 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
             else None
         sides = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, compiled)
         samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == 1 else 1)
-    except (Stop, RunnerDied):  # a runner's death is placed by evaluation._decided (whose, and in which phase)
+    except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:
-        raise Stop(Status.RUNTIME_ERROR, f"failed while timing: {one_line(error)}")
+        raise Stop(Evidence(Party.CANDIDATE, Kind.RAISED, f"failed while timing: {one_line(error)}"))
     context.progress.add_seconds("making fresh inputs", rounds.generate_s)
     if context.quiet_gpu is not None and context.quiet_gpu.busy_waits:
         context.findings.note(context.quiet_gpu.describe())
@@ -99,10 +99,10 @@ def time_alone(timed_reference, make_inputs, context: Context) -> Timing:
         rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
                                budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
         samples, = timing.sample_interleaved([side], timing.HostTimer(), rule)
-    except (Stop, RunnerDied):  # a runner's death is placed by evaluation._decided (whose, and in which phase)
+    except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:
-        raise Stop(Status.REFERENCE_ERROR, f"reference failed while timed alone: {one_line(error)}")
+        raise Stop(Evidence(Party.REFERENCE, Kind.RAISED, f"reference failed while timed alone: {one_line(error)}"))
     return Timing(tuple(samples.ms), BatchTimer.name, tuple(samples.others_cpu_ms))
 
 

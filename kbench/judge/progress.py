@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from kbench import flags
 from kbench.config import RunConfig
-from kbench.failures import Stop
+from kbench.failures import SWEEPING, Evidence, Kind, Party, Stop
 from kbench.judge.timing import MIN_SAMPLES_ALWAYS
 from kbench.schedule.job import ProgressRecord, SweepCounts
 from kbench.problem import describe_overrides
-from kbench.results import CheckResult, Outcome, Status
+from kbench.results import CheckResult, Outcome
 from kbench.runner.wire import BuildInfo
+from kbench.verdicts import decide
 
 if TYPE_CHECKING:  # for the annotations only: nothing of these is needed at run time, torch least of all
     import torch
@@ -56,7 +57,7 @@ class Progress:
 
     def sweep_step(self, counts: SweepCounts, configuration: str) -> None:
         self.record = replace(self.record, sweep=counts)
-        self.enter("sweeping", configuration)
+        self.enter(SWEEPING, configuration)
 
     def add_seconds(self, name: str, seconds: float) -> None:
         """Seconds of work within a phase worth its own entry in phase_s (making fresh inputs, say)."""
@@ -157,14 +158,15 @@ class Findings:
 
     def raise_if_rejected(self) -> None:
         if any(name in flags.REJECTING for name in self.flags):
-            raise Stop(Status.REJECTED, "; ".join(self.flag_messages))
+            raise Stop(Evidence(Party.CANDIDATE, Kind.REJECTING_FLAG, "; ".join(self.flag_messages)))
 
     @property
     def message(self) -> str:
         return "; ".join(self.flag_messages + self.notes)
 
-    def outcome(self, status: str, **fields) -> Outcome:
-        return Outcome(status=status, flags=tuple(self.flags), **fields)
+    def outcome(self, evidence: Evidence, **fields) -> Outcome:
+        """The outcome verdicts.decide gives `evidence`, with the flags found so far."""
+        return decide(evidence, flags=tuple(self.flags), **fields)
 
 
 class Ending(Protocol):

@@ -16,11 +16,10 @@ from typing import Callable
 
 import torch
 
-from kbench.failures import Stop
+from kbench.failures import RUNNER_REPORTS, Evidence, Kind, Party, Stop
 from kbench.judge.remote_process import RunnerDied, RunnerProcess, RunnerSilent, describe_exit
 from kbench.layouts import laid_out, nbytes, plain, storage_bytes
 from kbench.loading import release_cached_memory, synchronize, tensor_bytes
-from kbench.results import Status
 from kbench.runner import wire
 from kbench.runner.arenas import dtype_name, dtype_of
 
@@ -177,7 +176,7 @@ class RemoteModel:
         for index, meta in enumerate(reply.outputs):
             self._check_meta(index, meta)
             if index >= len(self.ring_slots):
-                raise self._stop(Status.INCORRECT, f"returned {len(reply.outputs)} outputs, the reference "
+                raise self._stop(Kind.WRONG_OUTPUT, f"returned {len(reply.outputs)} outputs, the reference "
                                                    f"{len(self.ring_slots)}")
             arena, stride = self.ring_slots[index]
             try:
@@ -185,7 +184,7 @@ class RemoteModel:
                 if nbytes(dtype, meta.shape) > stride:
                     raise ValueError(f"larger than the reference's ({stride} bytes)")
             except ValueError as error:
-                raise self._stop(Status.INCORRECT, f"output {index} could not be read ({error})")
+                raise self._stop(Kind.WRONG_OUTPUT, f"output {index} could not be read ({error})")
             private = self._private_bytes(index, arena, count * stride)
             rings.append(_slots_view(private, dtype, meta.shape, count, stride))
         return rings
@@ -209,11 +208,11 @@ class RemoteModel:
         """The output arenas, with room for `sizes` bytes each (within the room the reference's outputs allow)."""
         refusal = None if self.room is None else self.room.refusal(sizes)
         if refusal:
-            raise self._stop(Status.INCORRECT, f"kbench gave its outputs no more room: it {refusal}")
+            raise self._stop(Kind.WRONG_OUTPUT, f"kbench gave its outputs no more room: it {refusal}")
         try:
             return [self.runner.arenas.ensure(f"out{index}", size) for index, size in enumerate(sizes)]
         except (torch.OutOfMemoryError, OSError) as error:  # the room it asked for, within its bounds: its outputs'
-            raise self._stop(Status.RUNTIME_ERROR, f"its outputs ({sum(sizes)} bytes) did not fit in the memory "
+            raise self._stop(Kind.OUT_OF_MEMORY, f"its outputs ({sum(sizes)} bytes) did not fit in the memory "
                                                    f"left: {str(error).splitlines()[0][:200]}")
 
     def _output_arenas(self) -> list[str]:
@@ -223,20 +222,20 @@ class RemoteModel:
     def _reply(self, data: dict) -> dict:
         failure = wire.Failure.in_reply(data)
         if failure is not None:
-            raise self._stop(failure.status, failure.message)
+            raise self._stop(RUNNER_REPORTS[failure.status], failure.message)
         return data
 
-    def _stop(self, status: str, message: str) -> Stop:
+    def _stop(self, kind: Kind, message: str) -> Stop:
         if self.of_reference:
-            return Stop(Status.REFERENCE_ERROR, f"the reference failed in its runner: {message}")
-        return Stop(status, message)
+            return Stop(Evidence(Party.REFERENCE, kind, f"the reference failed in its runner: {message}"))
+        return Stop(Evidence(Party.CANDIDATE, kind, message))
 
     def _check_meta(self, index: int, meta: wire.OutputMeta) -> None:
         if meta.kind not in _PLAIN_KINDS:
-            raise self._stop(Status.INCORRECT, f"output {index} is a {meta.kind}, not a plain torch.Tensor")
+            raise self._stop(Kind.WRONG_OUTPUT, f"output {index} is a {meta.kind}, not a plain torch.Tensor")
         if meta.device != str(self.runner.device) and not (
                 self.runner.device.type == "cuda" and meta.device == "cuda" and self.runner.device.index is None):
-            raise self._stop(Status.INCORRECT, f"output {index} is on {meta.device}, not on {self.runner.device}")
+            raise self._stop(Kind.WRONG_OUTPUT, f"output {index} is on {meta.device}, not on {self.runner.device}")
 
     def _outputs(self, reply: wire.CallReply):
         """Plain tensors of the judge's, copied out of the output arenas, in the structure the runner returned."""
@@ -249,10 +248,10 @@ class RemoteModel:
                 shared = self.runner.arenas.view(arenas[index], dtype, meta.shape)
                 values.append(shared.clone())
             except (ValueError, IndexError) as error:
-                raise self._stop(Status.INCORRECT, f"output {index} could not be read ({error})")
+                raise self._stop(Kind.WRONG_OUTPUT, f"output {index} could not be read ({error})")
         if not reply.sequence:
             if len(values) != 1:
-                raise self._stop(Status.INCORRECT, "returned no output")
+                raise self._stop(Kind.WRONG_OUTPUT, "returned no output")
             return values[0]
         return tuple(values)
 
@@ -287,13 +286,13 @@ def _encoded(value):
     try:
         return wire.encode_value(value)
     except TypeError as error:
-        raise Stop(Status.REFERENCE_ERROR, f"{error} (an argument of the problem's)")
+        raise Stop(Evidence(Party.REFERENCE, Kind.RAISED, f"{error} (an argument of the problem's)"))
 
 
 def _sizes(values) -> list[int]:
     if not isinstance(values, list) or len(values) > 64 or not all(isinstance(v, int) and 0 <= v < (1 << 40)
                                                                      for v in values):
-        raise Stop(Status.INCORRECT, "asked for output room kbench cannot give")
+        raise Stop(Evidence(Party.CANDIDATE, Kind.BROKE_PROTOCOL, "asked for output room kbench cannot give"))
     return values
 
 
@@ -301,7 +300,7 @@ def _parsed(data: dict) -> wire.CallReply:
     try:
         return wire.CallReply.from_wire(data)
     except wire.ProtocolError as error:
-        raise Stop(Status.INCORRECT, f"the runner's reply broke the protocol: {error}")
+        raise Stop(Evidence(Party.CANDIDATE, Kind.BROKE_PROTOCOL, f"the runner's reply broke the protocol: {error}"))
 
 
 def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides: dict,
@@ -341,10 +340,11 @@ def _begin(model: RemoteModel, op: str, init_inputs: list, seed: int, overrides:
     return built
 
 
-def failure_of(error: RunnerDied, phase: str) -> Stop:
-    """A runner that died is the candidate's doing: crashed (with the signal), in the phase it died in; one that
-    did not answer in time (and was killed) timed out."""
+def evidence_of(error: RunnerDied, phase: str, party: Party) -> Evidence:
+    """What a runner (`party`'s) that died (with its exit) or did not answer in time (and was killed) tells, in the
+    phase it was lost in; whether it had started (answered ready). verdicts.decide says whose fault it was."""
     if isinstance(error, RunnerSilent):
-        return Stop(Status.TIMEOUT, f"{error} while {phase}")
-    return Stop(Status.CRASHED, f"{describe_exit(error.returncode)} while {phase}")
+        return Evidence(party, Kind.SILENT, f"{error} while {phase}", phase=phase, started=error.ready)
+    return Evidence(party, Kind.DIED, f"{describe_exit(error.returncode)} while {phase}", phase=phase,
+                    started=error.ready)
 

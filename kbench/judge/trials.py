@@ -13,8 +13,8 @@ from kbench import flags
 from kbench.judge import check, guards
 from kbench.loading import call_reference, clone, release_cached_memory, tensor_bytes
 from kbench.judge.progress import Context
-from kbench.failures import Stop
-from kbench.results import CheckResult, Status
+from kbench.failures import Evidence, Kind, Party, Stop
+from kbench.results import CheckResult
 from kbench.runner.arenas import aliasing
 from kbench.judge.truth import NoTruth, Verdict, float64_truth, judge_by_truth, largest_error
 
@@ -96,8 +96,8 @@ class OfficialTrials:
         """The trials' result, or a Stop: incorrect where a trial did not pass."""
         context = self.context
         if not context.check.passed:  # with the notes: that no float64 truth could decide, say
-            raise Stop(Status.INCORRECT, "; ".join([context.check.first_mismatch or "outputs differ",
-                                                    *context.findings.notes]))
+            raise Stop(Evidence(Party.CANDIDATE, Kind.WRONG_OUTPUT, "; ".join(
+                [context.check.first_mismatch or "outputs differ", *context.findings.notes])))
         if self.truth_verdicts:
             context.findings.note(f"float64 truth decided {len(self.truth_verdicts)} trial(s) the float32 reference "
                                   f"failed: the candidate is off it by {context.check.truth_candidate_err:.2g}, the "
@@ -181,7 +181,8 @@ def _check_aliasing(aliased: tuple[int, ...], reference_output, reference_inputs
     reference_aliasing = set(aliasing(items, reference_inputs))
     for index in aliased:
         if index not in reference_aliasing:
-            raise Stop(Status.INCORRECT, f"output {index} shares memory with an input (the reference's does not)")
+            raise Stop(Evidence(Party.CANDIDATE, Kind.WRONG_OUTPUT,
+                                f"output {index} shares memory with an input (the reference's does not)"))
 
 
 def ask_truth(reference_model, inputs, candidate_output, reference_output, context: Context) -> Verdict | None:

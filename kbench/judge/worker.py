@@ -3,9 +3,9 @@ runs in the judge's runner (remote.py), never here.
 
 The parent (schedule/child.py) starts `python -m kbench.judge.worker JOB.json`, or a waiting worker (`--wait DEVICE`)
 that warms up and then reads the job's path from stdin, with its output going to a log file and a
-wall-clock timeout. Everything the candidate can do wrong that Python can see becomes a status in the
-Outcome (evaluation.py); what Python cannot see (a segfault, a hang) the parent turns into one, helped by
-the progress file the worker keeps up to date.
+wall-clock timeout. Everything the candidate can do wrong that Python can see becomes evidence that
+verdicts.decide turns into the Outcome (evaluation.py); what Python cannot see (a segfault, a hang) the parent
+turns into evidence for the same function, helped by the progress file the worker keeps up to date.
 """
 
 from __future__ import annotations

@@ -20,13 +20,14 @@ from typing import Callable
 
 from kbench.config import RunConfig
 from kbench.extensions.cache import versions_tag
-from kbench.schedule.job import PHASES_BEFORE_THE_CANDIDATE, Job, ProgressRecord
+from kbench.failures import PHASES_BEFORE_THE_CANDIDATE, Evidence, Kind, Party
+from kbench.schedule.job import Job, ProgressRecord
 from kbench.processes import kill_session, signal_name
 from kbench.schedule.pool import worker_pool
 from kbench.problem import describe_overrides
 from kbench.results import Identity, Outcome, Result, Status
 from kbench.solution import Solution
-from kbench.verdicts import sweep_lost
+from kbench.verdicts import decide
 
 
 def resolve_device(requested: str) -> str:
@@ -144,10 +145,11 @@ def _evaluate(problem_path: Path, solution_path: Path, config: RunConfig, option
     try:
         solution = Solution.read(solution_path)
     except OSError as error:
-        return recorded(identity, Outcome(Status.LOAD_ERROR, f"cannot read solution: {error}", sizes=sizes), started)
+        return recorded(identity, decide(Evidence(Party.CANDIDATE, Kind.LOAD_FAILED, f"cannot read solution: {error}"),
+                                         sizes=sizes), started)
     if device == "cpu" and solution.needs_cuda:
-        return recorded(identity, Outcome(Status.SKIPPED, "needs a CUDA device (CUDA kernels in the source); none here",
-                                           sizes=sizes), started)
+        return recorded(identity, decide(Evidence(Party.CANDIDATE, Kind.NEEDS_CUDA, "needs a CUDA device (CUDA kernels "
+                                                  "in the source); none here"), sizes=sizes), started)
     log_path = _log_path(config.cache_dir, solution_path, solution.sha256)
     identity = replace(identity, log_path=str(log_path))
     extra_environment = {"MAX_JOBS": str(options.build_threads)} if options.build_threads else {}
@@ -246,8 +248,8 @@ class Limits:
 
 def lost_worker_outcome(progress: ProgressRecord, returncode: int | None, config: RunConfig, log_path: Path,
                         sizes: str = "", limit: str = "") -> Outcome:
-    """A verdict for a worker that hung or died, from what its progress file says it was doing; `limit`: the one
-    that ran out (Limits.exceeded), for a hang."""
+    """A verdict for a worker that hung or died (verdicts.decide's, from what its progress file says it was doing);
+    `limit`: the one that ran out (Limits.exceeded), for a hang."""
     phase = progress.phase
     if returncode is None:
         where = f"building {progress.building}" if progress.building else phase
@@ -257,14 +259,9 @@ def lost_worker_outcome(progress: ProgressRecord, returncode: int | None, config
     else:
         last = _last_log_line(log_path)
         what = f"worker exited with code {returncode} while {phase}" + (f": {last}" if last else "")
-    if phase == "sweeping" and progress.provisional is not None:
-        # The official verdict was already in; only the sweep configuration being run was lost, and it
-        # counts as run and failed.
-        return sweep_lost(progress.provisional, progress, what, config.strict)
-    if phase in PHASES_BEFORE_THE_CANDIDATE:  # nothing of the candidate's ran yet: not its crash or hang
-        return Outcome(status=Status.INFRA_ERROR, message=what, build_s=progress.build_s, sizes=sizes)
-    status = Status.TIMEOUT if returncode is None else Status.CRASHED
-    return Outcome(status=status, message=what, build_s=progress.build_s, flags=progress.flags, sizes=sizes)
+    evidence = Evidence(Party.JUDGE, Kind.SILENT if returncode is None else Kind.DIED, what, phase=phase)
+    return decide(evidence, official=progress.provisional, progress=progress, strict=config.strict,
+                  build_s=progress.build_s, flags=progress.flags, sizes=sizes)
 
 
 def _read_outcome(path: Path) -> Outcome | None:

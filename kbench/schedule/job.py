@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kbench.config import RunConfig
+from kbench.failures import SWEEPING
 from kbench.results import Outcome
 
 
@@ -51,10 +52,6 @@ class SweepCounts:
     total: int = 0             # configurations asked for
 
 
-# The judge's phases before the candidate's code exists anywhere: a failure in them is never the candidate's.
-WAITING_FOR_THE_LAST = "waiting for the last evaluation to end"
-PHASES_BEFORE_THE_CANDIDATE = ("starting", WAITING_FOR_THE_LAST, "loading problem", "running the reference",
-                               "timing the reference alone")
 
 
 @dataclass(frozen=True)
@@ -88,7 +85,7 @@ class ProgressRecord:
         (`now`: time.time())."""
         if self.building:
             return f"building {self.building} {now - (self.build_since or now):.0f} s"
-        if self.phase == "sweeping":
+        if self.phase == SWEEPING:
             return f"sweep {min(self.sweep.run + 1, self.sweep.total)}/{self.sweep.total}"
         return self.phase
 

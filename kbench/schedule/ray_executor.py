@@ -16,10 +16,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kbench.config import RunConfig
-from kbench.failures import one_line
-from kbench.results import Identity, Outcome, Result, Status
+from kbench.failures import Evidence, Kind, Party, one_line
+from kbench.results import Identity, Result
 from kbench.schedule.child import EvaluationOptions, evaluate, file_hash, identify, recorded
 from kbench.schedule.scheduler import BUILD_NICE, Pair
+from kbench.verdicts import decide
 
 INSTALL_HINT = 'kbench sweep --executor ray needs Ray: pip install "kbench[ray]"'
 
@@ -114,10 +115,10 @@ class RayExecutor:
             return self._ray.get(task.remote(job))
         except self._ray.exceptions.RayTaskError as error:
             # kbench itself raised on the node (not installed there, a full disk): not the candidate's doing.
-            return infra_error(job, f"kbench failed on a Ray node: {one_line(error.cause)}", started)
+            return machine_failure(job, Kind.RAISED, f"kbench failed on a Ray node: {one_line(error.cause)}", started)
         except self._ray.exceptions.RayError as error:
             # WorkerCrashedError, NodeDiedError, ...: Ray lost the task, and its retry too.
-            return infra_error(job, f"Ray lost the task and its retry: {one_line(error)}", started)
+            return machine_failure(job, Kind.DIED, f"Ray lost the task and its retry: {one_line(error)}", started)
 
     def _gpus(self) -> int:
         return int(self._ray.cluster_resources().get("GPU", 0))
@@ -134,8 +135,8 @@ def run_on_node(job: NodeJob) -> Result:
     node = ray.util.get_node_ip_address()
     differences = _differences_from_driver(job)
     if differences:
-        return infra_error(job, f"on node {node}, {'; '.join(differences)}: every node must see the "
-                                "driver's files at the same paths", started)
+        return machine_failure(job, Kind.MISCONFIGURED, f"on node {node}, {'; '.join(differences)}: every node must "
+                                                        "see the driver's files at the same paths", started)
     # Ray numbers a task's GPUs from 0 (CUDA_VISIBLE_DEVICES); record the node's GPU and the node.
     gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU") or []
     identity = replace(job.identity, device=f"{f'cuda:{gpus[0]}' if gpus else job.device}@{node}")
@@ -157,6 +158,6 @@ def _differences_from_driver(job: NodeJob) -> list[str]:
     return differences
 
 
-def infra_error(job: NodeJob, message: str, started: float) -> Result:
-    """A row that blames the infrastructure, never the candidate."""
-    return recorded(job.identity, Outcome(status=Status.INFRA_ERROR, message=message), started)
+def machine_failure(job: NodeJob, kind: Kind, message: str, started: float) -> Result:
+    """A row for what Ray or a node failed to do: verdicts.decide blames the machine, never the candidate."""
+    return recorded(job.identity, decide(Evidence(Party.MACHINE, kind, message)), started)
