@@ -146,19 +146,26 @@ class RemoteModel:
                                                      for arena, stride in self.ring_slots]}))
         return views
 
-    def run_batch(self, count: int, precision: str | None = None) -> "BatchOutputs":
+    def run_batch(self, count: int, precision: str | None = None, kept: bool = False) -> "BatchOutputs":
         """`count` calls in the runner, call i on the ring's input set i; returns their outputs, copied out of the
         slots into the judge's memory (valid until the next batch) before it returns: the judge's clock around it
         (timed_sides.BatchTimer) stops only once the judge holds them, so work the runner left queued, or did after
-        its reply, is either inside the clock or missing from the copies (and fails their check)."""
+        its reply, is either inside the clock or missing from the copies (and fails their check). `kept`: each
+        call returns the outputs keep() kept, at no cost (the reference's runner's calibration batches)."""
         message = {"op": "batch", "instance": self.instance, "count": count}
         if precision:
             message["precision"] = precision
+        if kept:
+            message["kept"] = True
         reply = _parsed(self._reply(self.runner.request(message)))
         self.last = reply
         outputs = BatchOutputs(self._ring_copies(reply, count) if count else [], reply.sequence)
         synchronize(self.runner.device)
         return outputs
+
+    def keep(self) -> None:
+        """Have the runner keep the model's outputs on the ring's first input set (untimed), for run_batch(kept)."""
+        self._reply(self.runner.request({"op": "keep", "instance": self.instance}))
 
     def copy_ms(self, count: int) -> float:
         """The judge's own copy of `count` slots of every output (what each batch of `count` does inside its clock),

@@ -4,8 +4,8 @@ A batch is `count` calls of a model, call i on input set i of a ring of arenas t
 contents before it (fresh.py), its outputs copied into slot i of the ring's output arenas. The judge's clock runs
 from the request until the judge holds its own copy of every slot (remote.RemoteModel.run_batch); the runner's
 own clocks are never read. The per-call time is that wall time, less the judge's fixed cost per batch (measured
-on the reference's runner, which runs no candidate code, as a batch of no calls, and the judge's own copy of the
-slots, measured with the runners idle), divided by `count`. `count` is chosen (plan_batches) so that the fixed
+on the reference's runner, which runs no candidate code, as the intercept of batches of calls that cost nothing:
+fixed_cost; and the judge's copy of each further slot, measured with the runners idle), divided by `count`. `count` is chosen (plan_batches) so that the fixed
 cost, spread over the calls, is about 1% of a call or 1 us, whichever is larger, as far as the ring's memory and
 the batch's length allow. The candidate (in its runner), the reference and PyTorch's-defaults baseline (in the
 reference's runner) and the torch.compile baseline (in the judge) are batched alike, with the same `count` and
@@ -183,14 +183,17 @@ def output_sizes(output) -> list[int]:
 def fixed_cost(timed_reference, rounds, ring: list, flush, context: Context) -> float:
     """What a batch costs beyond its calls, in ms: the intercept of the median wall times of batches of one and of
     two calls in the reference's runner, each timed as the timing loop times it (its ring refilled, the candidate's
-    runner stopped, L2 flushed). It holds all a batch does once, wherever it happens: the request and the reply, the
-    synchronisations, the first call's extra work, the judge's copy of one slot. Where the ring holds one input set
+    runner stopped, L2 flushed), whose calls return the reference's outputs kept from one real call (RemoteModel.keep)
+    and so cost nothing but their copies: no model's own first-call work counts as the fixed cost, which a faster
+    candidate would then be timed below. It holds all a batch does once, wherever it happens: the request and the
+    reply, the synchronisations, the first call's handling, the judge's copy of one slot. Where the ring holds one input set
     (inputs too large for two), a batch of no calls and the judge's copy of one slot stand in for it."""
     if len(ring) < 2:
         return empty_ms(timed_reference, context) + _copy_ms(timed_reference, 1, context)
+    timed_reference.keep()
     timers = {count: BatchTimer(flush, count) for count in (1, 2)}
-    sides = [_side(lambda count=count: timed_reference.run_batch(count), ring, rounds, context, timing.do_nothing,
-                   timers[count], timed_reference) for count in (1, 2)]
+    sides = [_side(lambda count=count: timed_reference.run_batch(count, kept=True), ring, rounds, context,
+                   timing.do_nothing, timers[count], timed_reference) for count in (1, 2)]
     rule = timing.StopRule(warmup=1, min_samples=FIXED_COST_ROUNDS, max_samples=FIXED_COST_ROUNDS,
                            target_rse=math.inf, budget_s=math.inf)
     timing.sample_interleaved(sides, timing.HostTimer(), rule)

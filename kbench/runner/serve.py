@@ -136,6 +136,7 @@ class Runner:
         self.instances: dict[str, object] = {}
         self.pending = None         # outputs waiting for bigger arenas
         self.ring: tuple[list, list] = ([], [])  # the timing loop's input sets and output slots (_ring)
+        self.kept = None  # a model's outputs on the ring's first set, which calibration batches return (_keep)
 
     def handle(self, message: dict) -> dict:
         arenas = message.get("arenas", [])
@@ -163,6 +164,8 @@ class Runner:
             return self._ring(message)
         if op == "batch":
             return self._batch(message)
+        if op == "keep":
+            return self._keep(message)
         if op == "release":
             return self._release()
         return {"failure": {"status": "runtime_error", "message": f"unknown command {op!r}"}}
@@ -325,6 +328,9 @@ class Runner:
         own copy of the slots (kbench/judge/remote.py); this process times nothing. The work per call beside the
         model's is kept small (the slots' views are made once per batch): on a GPU it overlaps the calls' kernels."""
         model = self.instances[message["instance"]]
+        if message.get("kept"):
+            kept = self.kept
+            model = lambda *arguments: kept  # noqa: E731 (calls that cost nothing, outputs laid out as the model's)
         count = int(message["count"])
         calls, slots = self.ring
         if count > len(calls):
@@ -355,12 +361,26 @@ class Runner:
             return {"failure": {"status": "runtime_error", "message": one_line(error)}}
         return reply
 
+    def _keep(self, message: dict) -> dict:
+        """The model's outputs on the ring's first input set, kept (untimed): the judge's calibration batches return
+        them in place of calls (judge/timed_sides.py fixed_cost), so that what a batch costs beyond its calls, the
+        outputs' copies and all, is measured with calls that cost nothing."""
+        calls, _ = self.ring
+        try:
+            self.kept = self.instances[message["instance"]](*calls[0])
+            synchronize(self.device)
+        except Exception as error:
+            traceback.print_exc()
+            return {"failure": {"status": "runtime_error", "message": one_line(error)}}
+        return {"ok": True}
+
     def _release(self) -> dict:
         """Let go of every arena (the judge frees them once no process maps them) and of the memory this process
         keeps cached: between the reference's time alone and the timing loop, the judge needs the room."""
         self.arenas.buffers.clear()
         self.views.clear()
         self.ring = ([], [])
+        self.kept = None
         self.pending = None
         synchronize(self.device)
         release_cached_memory(self.device)
