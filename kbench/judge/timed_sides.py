@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
@@ -48,9 +48,9 @@ RING_HOST_BYTES = 1 << 30
 EMPTY_BATCHES = 7
 PROBE_ROUNDS = 2
 COPY_CALIBRATIONS = 3
-# Input sets in the ring while the fixed cost is measured (batches of one and two calls), and rounds of them.
-CALIBRATION_CALLS = 2
-FIXED_COST_ROUNDS = 5
+# Input sets in the ring while the fixed cost is measured (batches of one call and of this many), and rounds of them.
+CALIBRATION_CALLS = 8
+FIXED_COST_ROUNDS = 7
 
 
 def default_is_reference(context: Context) -> bool:
@@ -134,6 +134,12 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
                            target_rse=math.inf, budget_s=math.inf)
     samples = timing.sample_interleaved([probe["candidate"], probe["reference"]], timing.HostTimer(), rule,
                                         before_round=rounds.new_round)
+    # A batch of one real call costs the fixed cost and more: where a busy machine inflated the calibration, the
+    # probe's fastest batch bounds it (and the first estimate follows).
+    fastest = min(min(side.wall_ms) for side in samples)
+    if fastest < plan.overhead_ms:
+        plan.overhead_ms = fastest
+        samples = [replace(side, ms=[max(wall - fastest, 0.0) for wall in side.wall_ms]) for side in samples]
     plan.estimate_ms = max(min(statistics.median(side.ms) for side in samples), 1e-6)
     wanted = math.ceil(plan.overhead_ms / max(RESOLUTION_SHARE * plan.estimate_ms, RESOLUTION_FLOOR_MS))
     longest = max(1, min(MAX_BATCH_CALLS,
@@ -181,8 +187,8 @@ def output_sizes(output) -> list[int]:
 
 
 def fixed_cost(timed_reference, rounds, ring: list, flush, context: Context) -> float:
-    """What a batch costs beyond its calls, in ms: the intercept of the median wall times of batches of one and of
-    two calls in the reference's runner, each timed as the timing loop times it (its ring refilled, the candidate's
+    """What a batch costs beyond its calls, in ms: the intercept of the median wall times of batches of one call and
+    of as many as the ring holds (CALIBRATION_CALLS at most) in the reference's runner, each timed as the timing loop times it (its ring refilled, the candidate's
     runner stopped, L2 flushed), whose calls return the reference's outputs kept from one real call (RemoteModel.keep)
     and so cost nothing but their copies: no model's own first-call work counts as the fixed cost, which a faster
     candidate would then be timed below. It holds all a batch does once, wherever it happens: the request and the
@@ -191,16 +197,17 @@ def fixed_cost(timed_reference, rounds, ring: list, flush, context: Context) -> 
     if len(ring) < 2:
         return empty_ms(timed_reference, context) + _copy_ms(timed_reference, 1, context)
     timed_reference.keep()
-    timers = {count: BatchTimer(flush, count) for count in (1, 2)}
+    sizes = (1, len(ring))
+    timers = {count: BatchTimer(flush, count) for count in sizes}
     sides = [_side(lambda count=count: timed_reference.run_batch(count, kept=True), ring, rounds, context,
-                   timing.do_nothing, timers[count], timed_reference) for count in (1, 2)]
+                   timing.do_nothing, timers[count], timed_reference) for count in sizes]
     rule = timing.StopRule(warmup=1, min_samples=FIXED_COST_ROUNDS, max_samples=FIXED_COST_ROUNDS,
                            target_rse=math.inf, budget_s=math.inf)
     timing.sample_interleaved(sides, timing.HostTimer(), rule)
-    one, two = (statistics.median(timers[count].walls_ms[1:]) for count in (1, 2))  # the warm-up's left out
-    # No more than either batch took: on a busy machine the two medians can come out in the wrong order, and a
-    # fixed cost above a batch's wall would leave a call no time at all.
-    return min(max(2 * one - two, 0.0), one, two)
+    one, many = (statistics.median(timers[count].walls_ms[1:]) for count in sizes)  # the warm-up's left out
+    # No more than a batch of one took: on a busy machine the medians can come out in the wrong order, and a fixed
+    # cost above a batch's wall would leave a call no time at all.
+    return min(max(one - (many - one) / (sizes[1] - 1), 0.0), one)
 
 
 def empty_ms(timed_reference, context: Context) -> float:
