@@ -4,6 +4,7 @@ recorded outcome: one row per rule of who is to blame and which status it is. To
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -131,6 +132,55 @@ def test_each_rule(rule, evidence, arguments, status, fragment):
     assert outcome.status == status, (rule, outcome)
     if fragment is not None:
         assert fragment in outcome.message, (rule, outcome.message)
+
+
+# Whole messages, where a rule builds them (the rows above check fragments).
+MESSAGES = [
+    ("the reference failed at the official sizes: no hint", Evidence(R, Kind.RAISED, "x"), {}, "x"),
+    ("a runtime error already told with its phase is not told twice",
+     Evidence(C, Kind.RAISED, "failed while timing: E", phase="timing"), {}, "failed while timing: E"),
+    ("only a runtime error is told with its phase", Evidence(C, Kind.WRONG_OUTPUT, "trial 0 differs", phase="x"), {},
+     "trial 0 differs"),
+    ("the official message and the sweep's failure, joined",
+     Evidence(C, Kind.PASSED), dict(official=replace(OFFICIAL, message="noted"),
+                                    sweep=SweepResult(passed=0, run=1, skipped=0, first_failure="N=3: x")),
+     "noted; sweep failed at N=3: x"),
+    ("lost after the sweep's last configuration", lost(C, Kind.DIED, phase=SWEEPING),
+     dict(official=OFFICIAL, progress=SimpleNamespace(sweep=SweepCounts(passed=8, run=8, total=8), current="")),
+     "sweep failed at after the sweep: runner killed by SIGKILL while sweeping"),
+]
+
+
+@pytest.mark.parametrize("rule, evidence, arguments, message", MESSAGES, ids=[row[0] for row in MESSAGES])
+def test_each_message(rule, evidence, arguments, message):
+    assert decide(evidence, **arguments).message == message, rule
+
+
+def test_a_pass_with_a_failed_sweep_and_no_official_verdict_yet_carries_the_sweep():
+    sweep = SweepResult(passed=0, run=1, skipped=0, first_failure="N=3: x")
+    outcome = decide(Evidence(C, Kind.PASSED), sweep=sweep)
+    assert outcome.sweep == sweep and flags.SWEEP_FAILED in outcome.flags
+
+
+def test_a_runner_lost_mid_sweep_under_strict_fails_a_noted_official_verdict():
+    official = Outcome(Status.CORRECT, flags=(NOTING,))
+    assert decide(lost(C, Kind.DIED, phase=SWEEPING), official=official, progress=SWEEP_AT, strict=True).status \
+        == Status.INCORRECT
+
+
+def test_the_candidate_s_own_failure_after_the_official_verdict_does_not_only_end_the_sweep():
+    outcome = decide(Evidence(C, Kind.RAISED, "ValueError: v", phase=SWEEPING), official=OFFICIAL, progress=SWEEP_AT)
+    assert outcome.status == Status.RUNTIME_ERROR, outcome
+
+
+def test_an_error_without_cuda_s_words_on_a_cpu_only_run_is_the_candidate_s():
+    assert decide(Evidence(C, Kind.RAISED, "ValueError: v"), cpu_only=True).status == Status.RUNTIME_ERROR
+
+
+def test_a_lost_configuration_counts_as_run_and_keeps_the_skipped_ones():
+    progress = SimpleNamespace(sweep=SweepCounts(passed=2, run=2, skipped=3, total=8), current="N=37")
+    outcome = decide(lost(C, Kind.DIED, phase=SWEEPING), official=OFFICIAL, progress=progress)
+    assert (outcome.sweep.passed, outcome.sweep.run, outcome.sweep.skipped) == (2, 3, 3)
 
 
 def test_an_official_verdict_lost_mid_sweep_stands_with_the_sweep_failed_flag():
