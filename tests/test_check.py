@@ -193,3 +193,22 @@ def test_the_finite_pass_gives_the_full_comparison_s_outcome(dtype, monkeypatch)
 def check_bound(reference: torch.Tensor) -> torch.Tensor:
     atol, rtol = TOLERANCE(str(reference.dtype).removeprefix("torch."))
     return atol + rtol * reference.double().abs()
+
+
+def test_error_against_is_the_largest_relative_norm_error_over_the_floating_outputs():
+    truth = torch.tensor([3.0, 4.0], dtype=torch.float64)
+    assert check.error_against(torch.tensor([3.0, 4.0]), truth) == 0.0
+    assert check.error_against(torch.tensor([3.0, 4.0 + 5.0]), truth) == pytest.approx(1.0)  # ||(0, 5)|| / ||(3, 4)||
+    assert check.error_against(torch.tensor([1.0, 0.0]), torch.zeros(2, dtype=torch.float64)) == pytest.approx(1.0)
+    # Several outputs: the worst; integer outputs say nothing of precision and are left out.
+    outputs = (torch.tensor([3.0, 6.5]), torch.tensor([7, 7]), torch.tensor([3.0, 4.5]))
+    truths = (truth, torch.tensor([0, 0]), truth)
+    assert check.error_against(outputs, truths) == pytest.approx(2.5 / 5.0)  # the first, not the last
+    assert check.error_against(torch.tensor([0.3]), torch.tensor([0.6], dtype=torch.float64)) == pytest.approx(0.5)
+    assert check.error_against((torch.tensor([7, 7]),), (torch.tensor([0, 0]),)) is None
+    assert check.error_against((torch.tensor([7, 7]), torch.tensor([3.0, 6.5])), (torch.tensor([0, 0]), truth)) == \
+        pytest.approx(0.5)  # an integer output first: the floating one after it still counts
+    # Not comparable: another shape, or not a tensor.
+    assert check.error_against(torch.zeros(3), truth) is None
+    assert check.error_against((torch.zeros(2), 1.0), (truth, truth)) is None
+    assert check.error_against(torch.zeros(2), truth.unsqueeze(0)) is None
