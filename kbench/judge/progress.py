@@ -124,8 +124,7 @@ def answer_limit(reference_call_s: float, config: RunConfig) -> Callable[[dict],
         return None
 
     def limit(message: dict) -> tuple[float, str]:
-        calls = 1 if message.get("op") == "call" else int(message.get("count") or 0) if message.get("op") == "batch" \
-            else 0
+        calls = {"call": 1, "batch": int(message.get("count") or 0)}.get(message.get("op"), 0)
         derived = SLOWER_ALLOWED * reference_call_s * calls
         if derived <= floor_s:
             return floor_s, f"--call-timeout {floor_s:g} s"
