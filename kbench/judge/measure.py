@@ -69,8 +69,8 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
         print("kbench: CPU time of each runner over its batches' wall time: " + ", ".join(
             f"{name} {cpu_s:.3g} s / {wall_s:.3g} s" for name, (cpu_s, wall_s) in load.items()), flush=True)
     print("kbench: median batch wall time, fixed cost subtracted, calls per batch: " + ", ".join(  # the log
-        f"{name} {statistics.median(side.timer.walls_ms):.4g} ms, {side.timer.fixed_ms:.4g} ms, {side.timer.count}"
-        for name, side in sides.items() if isinstance(side.timer, BatchTimer) and side.timer.walls_ms), flush=True)
+        f"{name} {statistics.median(samples[name].wall_ms):.4g} ms, {side.timer.fixed_ms:.4g} ms, {side.timer.count}"
+        for name, side in sides.items() if samples[name].wall_ms), flush=True)
     gain = verdicts.unverified_gain(plan.resolution_ms, stats.median(reference.ms), stats.median(candidate.ms))
     for warning in (gain, verdicts.noisy_timing(reference.ms, candidate.ms), verdicts.uneven_load(load)):
         if warning:

@@ -73,7 +73,6 @@ class BatchTimer:
         self.runner = runner
         self.cpu_s = 0.0
         self.wall_s = 0.0
-        self.walls_ms: list[float] = []
 
     def measure(self, call) -> tuple[float, float, object]:
         self.flush()
@@ -81,7 +80,6 @@ class BatchTimer:
         started = time.perf_counter()
         outputs = call()
         wall_ms = (time.perf_counter() - started) * 1e3
-        self.walls_ms.append(wall_ms)
         if self.runner is not None:
             self.cpu_s += self.runner.cpu_seconds() - cpu_before
             self.wall_s += wall_ms / 1e3
@@ -198,13 +196,12 @@ def fixed_cost(timed_reference, rounds, ring: list, flush, context: Context) -> 
         return empty_ms(timed_reference, context) + _copy_ms(timed_reference, 1, context)
     timed_reference.keep()
     sizes = (1, len(ring))
-    timers = {count: BatchTimer(flush, count) for count in sizes}
     sides = [_side(lambda count=count: timed_reference.run_batch(count, kept=True), ring, rounds, context,
-                   timing.do_nothing, timers[count], timed_reference) for count in sizes]
+                   timing.do_nothing, BatchTimer(flush, count), timed_reference) for count in sizes]
     rule = timing.StopRule(warmup=1, min_samples=FIXED_COST_ROUNDS, max_samples=FIXED_COST_ROUNDS,
                            target_rse=math.inf, budget_s=math.inf)
-    timing.sample_interleaved(sides, timing.HostTimer(), rule)
-    one, many = (statistics.median(timers[count].walls_ms[1:]) for count in sizes)  # the warm-up's left out
+    one, many = (statistics.median(samples.wall_ms)
+                 for samples in timing.sample_interleaved(sides, timing.HostTimer(), rule))
     # No more than a batch of one took: on a busy machine the medians can come out in the wrong order, and a fixed
     # cost above a batch's wall would leave a call no time at all.
     return min(max(one - (many - one) / (sizes[1] - 1), 0.0), one)
