@@ -123,3 +123,15 @@ def test_short_calls_of_the_reference_s_own_ops_read_its_time_without_unverified
         assert result.status == Status.CORRECT, (name, result.message)
         assert 0.98 <= result.speedup <= 1.02 and "unverified_time" not in result.flags, (name, result.speedup,
                                                                                           result.flags)
+
+
+def test_the_reference_s_time_alone_reads_its_time_in_the_timing_loop_on_short_calls(gpu_cache_dir):
+    """The time alone (before the candidate is imported) takes the timing loop's fixed cost per batch, so a short
+    reference reads the same time there as beside the candidate: a slowdown (slowed_reference) is seen against the
+    call's own time, not against the judge's per-batch cost."""
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=1.0, sweep=0)
+    [result] = run_pairs([(WORKLOADS / "problems" / "relu_medium.py", WORKLOADS / "solutions" / "relu_medium.py")],
+                         config, devices=["cuda:0"])
+    assert result.status == Status.CORRECT, result.message
+    alone, during = result.reference_alone.median_ms, result.reference_timing.median_ms
+    assert 0.7 <= alone / during <= 1.4, (alone, during)

@@ -17,8 +17,8 @@ from kbench.failures import Evidence, Kind, Party, Stop, one_line
 from kbench.judge.progress import Context
 from kbench.judge.remote_process import RunnerDied
 from kbench.results import ClockRecord, Timing
-from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, empty_ms,
-                                      output_sizes, plan_batches)
+from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, fixed_cost,
+                                      output_sizes, plan_batches, ring_room, runner_side)
 from kbench.judge.trials import TrialsResult
 
 
@@ -87,15 +87,19 @@ ALONE_TARGET_RSE = 0.03
 
 def time_alone(timed_reference, make_inputs, context: Context) -> Timing:
     """The reference's time in its runner before the candidate is imported, what no candidate can have slowed:
-    batches of one call, timed as the timing loop times them."""
+    batches of one call, timed as the timing loop times them (its fixed cost per batch measured the same way, the
+    candidate's runner stopped while they run)."""
     config, device = context.config, context.device
     l2 = timing.CudaEventTimer(device) if device.type == "cuda" else None
+    flush = _flush(l2, device)
     inputs = make_inputs(config.seed + 100)
     try:
         sizes = output_sizes(timed_reference.call(inputs))  # also its first call (a warm-up)
-        timed_reference.load_ring([inputs], sizes)
-        fixed_ms = empty_ms(timed_reference, context) + timed_reference.copy_ms(1)
-        side = timing.Side(lambda: timed_reference.run_batch(1), timer=BatchTimer(_flush(l2, device), 1, fixed_ms))
+        sets = [inputs, make_inputs(config.seed + 101)] if ring_room(inputs, sizes, device) > 1 else [inputs]
+        ring = timed_reference.load_ring(sets, sizes)
+        fixed_ms = fixed_cost(timed_reference, ring, timing.do_nothing, flush, context)
+        side = runner_side(lambda: timed_reference.run_batch(1), timing.do_nothing, context, timing.do_nothing,
+                           BatchTimer(flush, 1, fixed_ms), timed_reference)
         rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
                                budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
         samples, = timing.sample_interleaved([side], timing.HostTimer(), rule)

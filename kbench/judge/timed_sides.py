@@ -121,11 +121,11 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
     call), size the batch, and load both runners' rings of that many input sets."""
     device = context.device
     output_bytes = _output_bytes(reference_model, rounds.sets[0], device)
-    per_set = 3 * tensor_bytes(rounds.sets[0]) + 5 * sum(output_bytes)
-    room = max(1, int(_free_bytes(device) * RING_MEMORY_SHARE / max(per_set, 1)))
+    room = ring_room(rounds.sets[0], output_bytes, device)
     plan = BatchPlan(1, 0.0, 0.0, 0.0)
     _load_rings(plan, min(CALIBRATION_CALLS, room), rounds, timed_reference, candidate_model, output_bytes)
-    plan.overhead_ms = fixed_cost(timed_reference, rounds, plan.reference_ring, flush, context)
+    plan.overhead_ms = fixed_cost(timed_reference, plan.reference_ring, lambda: rounds.load(plan.reference_ring), flush,
+                                  context)
     rounds.count = 1  # the probe's batches: one call, one input set a round
     probe = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, baselines=False)
     rule = timing.StopRule(warmup=max(context.config.warmup, 1), min_samples=PROBE_ROUNDS, max_samples=PROBE_ROUNDS,
@@ -184,19 +184,27 @@ def output_sizes(output) -> list[int]:
     return [tensor_bytes(value) for value in (output if isinstance(output, (tuple, list)) else [output])]
 
 
-def fixed_cost(timed_reference, rounds, ring: list, flush, context: Context) -> float:
+def ring_room(inputs: list, output_bytes: list[int], device: torch.device) -> int:
+    """Input sets (with their output slots, both runners' and the judge's copies) that RING_MEMORY_SHARE of the
+    free memory holds; 1 at least."""
+    per_set = 3 * tensor_bytes(inputs) + 5 * sum(output_bytes)
+    return max(1, int(_free_bytes(device) * RING_MEMORY_SHARE / max(per_set, 1)))
+
+
+def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, context: Context) -> float:
     """What a batch costs beyond its calls, in ms: the intercept of the median wall times of batches of one call and
     of as many as the ring holds (CALIBRATION_CALLS at most) in the reference's runner, each timed as the timing loop times it (its ring refilled, the candidate's
     runner stopped, L2 flushed), whose calls return the reference's outputs kept from one real call (RemoteModel.keep)
     and so cost nothing but their copies: no model's own first-call work counts as the fixed cost, which a faster
     candidate would then be timed below. It holds all a batch does once, wherever it happens: the request and the
-    reply, the synchronisations, the first call's handling, the judge's copy of one slot. Where the ring holds one input set
-    (inputs too large for two), a batch of no calls and the judge's copy of one slot stand in for it."""
+    reply, the synchronisations, the first call's handling, the judge's copy of one slot. `refill`: before each
+    batch, what the timing loop does to the ring. Where the ring holds one input set (inputs too large for two), a
+    batch of no calls and the judge's copy of one slot stand in for it."""
     if len(ring) < 2:
         return empty_ms(timed_reference, context) + _copy_ms(timed_reference, 1, context)
     timed_reference.keep()
     sizes = (1, len(ring))
-    sides = [_side(lambda count=count: timed_reference.run_batch(count, kept=True), ring, rounds, context,
+    sides = [runner_side(lambda count=count: timed_reference.run_batch(count, kept=True), refill, context,
                    timing.do_nothing, BatchTimer(flush, count), timed_reference) for count in sizes]
     rule = timing.StopRule(warmup=1, min_samples=FIXED_COST_ROUNDS, max_samples=FIXED_COST_ROUNDS,
                            target_rse=math.inf, budget_s=math.inf)
@@ -265,23 +273,29 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
     candidate_side = timing.Side(lambda: candidate_model.run_batch(count), prepare=prepare_candidate,
                                  inspect=rounds.candidate_done, timer=timer(context.runner))
     reference_inspect = rounds.reference_done if config.guards else timing.do_nothing
+
+    def refill_reference():
+        rounds.load(plan.reference_ring)
     sides = {"candidate": candidate_side,
-             "reference": _side(lambda: timed_reference.run_batch(count), plan.reference_ring, rounds, context,
+             "reference": runner_side(lambda: timed_reference.run_batch(count), refill_reference, context,
                                 reference_inspect, timer(context.reference_runner), timed_reference)}
     baseline_inspect = _poison_batch if config.guards else timing.do_nothing
     if baselines and "default" in config.baselines and not default_is_reference(context):
-        sides["default"] = _side(lambda: timed_reference.run_batch(count, precision=PYTORCH_DEFAULT),
-                                 plan.reference_ring, rounds, context, baseline_inspect, timer(), timed_reference)
+        sides["default"] = runner_side(lambda: timed_reference.run_batch(count, precision=PYTORCH_DEFAULT),
+                                 refill_reference, context, baseline_inspect, timer(), timed_reference)
     if compiled is not None:
         ring = plan.reference_ring
-        sides["compile"] = _side(lambda: _local_batch(compiled, ring[:count], context.device), ring, rounds, context,
-                                 timing.do_nothing, timer(fixed_ms=0.0))
+        sides["compile"] = runner_side(lambda: _local_batch(compiled, ring[:count], context.device), refill_reference,
+                                 context, timing.do_nothing, timer(fixed_ms=0.0))
     return sides
 
 
-def _side(call, ring: list, rounds, context: Context, inspect, timer, model=None) -> timing.Side:
+def runner_side(call, refill: Callable[[], None], context: Context, inspect, timer, model=None) -> timing.Side:
+    """A side timed in a runner other than the candidate's (or in the judge): its ring refilled, the candidate's
+    runner stopped and, on a GPU, the GPU free of the candidate's queued work before the clock starts; `model`'s
+    runner awake and reading when it does."""
     def prepare():
-        rounds.load(ring)
+        refill()
         context.runner.pause()
         if context.quiet_gpu is not None and not context.quiet_gpu.wait(context.findings):
             context.findings.raise_if_rejected()
