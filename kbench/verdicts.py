@@ -180,14 +180,6 @@ def slowed_reference_message(alone: Timing, during: Timing) -> str | None:
             f"{during.median_ms:.3g} ms against {alone.median_ms:.3g} ms before it was imported)")
 
 
-def note_slowed_reference(alone: Timing, during: Timing, findings) -> None:
-    """Rejecting flag when the reference ran slower beside the candidate than alone before it was imported."""
-    message = slowed_reference_message(alone, during)
-    if message:
-        findings.flag(flags.SLOWED_REFERENCE, message)
-        findings.raise_if_rejected()
-
-
 # How torch's out-of-memory message gives each process's use of the card (read from the driver, not the runner).
 _PROCESS_MEMORY = re.compile(r"Process (\d+) has ([\d.]+) (KiB|MiB|GiB) memory in use")
 _UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}

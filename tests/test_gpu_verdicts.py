@@ -135,3 +135,37 @@ def test_the_reference_s_time_alone_reads_its_time_in_the_timing_loop_on_short_c
     assert result.status == Status.CORRECT, result.message
     alone, during = result.reference_alone.median_ms, result.reference_timing.median_ms
     assert 0.7 <= alone / during <= 1.4, (alone, during)
+
+
+# Another process's GPU work, which no candidate asked for: matrix products back to back for `seconds`.
+LOAD = """
+import sys, time, torch
+a = torch.rand(8192, 8192, device="cuda")
+print("loading", flush=True)
+ends = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < ends:
+    for _ in range(20):
+        a = torch.mm(a, a).clamp_(0, 1)
+    torch.cuda.synchronize()
+"""
+
+
+def test_another_process_s_gpu_work_is_never_the_honest_candidate_s_rejection(gpu_cache_dir):
+    """A GPU busy with another process's work slows the reference beside the candidate, and keeps the GPU busy
+    while the candidate's runner is stopped. The judge tests its suspect (kills the candidate's runner; quiet.py,
+    evaluation._check_slowed_reference): with another process to blame, an honest candidate is never `rejected`;
+    the evaluation is correct (its times flagged or not) or the machine's failure."""
+    import subprocess
+    import sys
+    load = subprocess.Popen([sys.executable, "-c", LOAD, "40"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert load.stdout.readline().strip() == "loading"
+        config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0)
+        results = run_pairs([(WORKLOADS / "problems" / f"{name}.py", WORKLOADS / "solutions" / f"{name}.py")
+                             for name in ("relu_medium", "relu_large")], config, devices=["cuda:0"])
+    finally:
+        load.kill()
+        load.wait()
+    for result in results:
+        assert result.status in (Status.CORRECT, Status.INFRA_ERROR), (result.status, result.message)
+        assert flags.SLOWED_REFERENCE not in result.flags, result.message

@@ -195,9 +195,10 @@ def test_on_a_gpu_the_run_limit_is_derived_from_the_reference_s_time_alone(tmp_p
 
 @pytest.mark.gpu
 def test_on_a_gpu_a_hang_ends_at_the_derived_run_limit(tmp_path):
+    """With --call-timeout off (its 60 s would end this hang first), the run limit ends it."""
     candidate = tmp_path / "hangs.py"
     candidate.write_text(HANGS_ON_THE_GPU)
-    config = RunConfig(device="cuda", cache_dir=tmp_path / "cache", sweep=0, time_budget_s=1.0)
+    config = RunConfig(device="cuda", cache_dir=tmp_path / "cache", sweep=0, time_budget_s=1.0, call_timeout_s=0)
     started = time.monotonic()
     result = evaluate(REPO / "problems" / "gelu.py", candidate, config, EvaluationOptions(device="cuda:0"))
     assert result.status == Status.TIMEOUT, result.message

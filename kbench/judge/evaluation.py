@@ -17,7 +17,7 @@ from typing import Callable
 
 import torch
 
-from kbench import params, verdicts
+from kbench import flags, params, stats, verdicts
 from kbench.judge import guards
 from kbench.extensions.cache import copy_new_entries, solution_folder
 from kbench.extensions.slots import compiler_wrappers
@@ -217,7 +217,7 @@ def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> t
         return timed, None
     with context.progress.spent("guard: reference alone"):
         alone = time_alone(timed, reference.make_inputs, context)
-        context.quiet_gpu = QuietGpu(context.device)
+        context.quiet_gpu = QuietGpu(context.device, context.runner.kill)
         context.quiet_gpu.calibrate()  # no candidate yet: what a probe takes on a GPU free of its work
     # Its arenas and copies of timed outputs are made again when the timing loop needs them; until then the trials
     # need the room (an 8 GiB output: both runners' arenas and the float64 truth do not fit an 80 GB card together).
@@ -330,10 +330,28 @@ def _official_verdict(reference: _Reference, context: Context) -> Outcome:
         del candidate  # with its copies of timed outputs, before the next instance is built
     result = trials.finish()
     if timed and reference.alone:
-        verdicts.note_slowed_reference(reference.alone, timed.reference_timing, context.findings)
+        _check_slowed_reference(reference, timed.reference_timing, context)
     return context.findings.outcome(Evidence(Party.CANDIDATE, Kind.PASSED, context.findings.message),
                                     check=result.check, reference_alone=reference.alone,
                                     **(timed.fields() if timed else {}))
+
+
+def _check_slowed_reference(reference: _Reference, during: Timing, context: Context) -> None:
+    """The reference timed beside the candidate against its time alone. Slower beyond noise, the candidate is put
+    to the test: its runner killed (and whatever it started), the reference is timed alone again. Back to its
+    speed, the candidate slowed it (`slowed_reference`, which rejects); as slow still, the machine got busier,
+    which no candidate is blamed for (a Stop of the machine's: infra_error)."""
+    message = verdicts.slowed_reference_message(reference.alone, during)
+    if message is None:
+        return
+    context.runner.kill()
+    again = time_alone(reference.timed, reference.make_inputs, context)
+    if stats.slowdown(reference.alone.samples_ms, again.samples_ms) is not None:
+        raise Stop(Evidence(Party.MACHINE, Kind.RAISED, (
+            f"{message}, and {again.median_ms:.3g} ms again with the candidate's runner killed: the machine got "
+            f"busier; re-run on a quiet one")))
+    context.findings.flag(flags.SLOWED_REFERENCE, message)
+    context.findings.raise_if_rejected()
 
 
 def _new_instance(reference: _Reference, context: Context) -> RemoteModel:

@@ -5,7 +5,10 @@ threads, not the kernels they queued: those run on and, as GPU contexts of diffe
 device, slow whatever is timed beside them, a gain the candidate's own times never show. So once the runner is
 stopped, the judge probes the device (a one-element add in its own context and a synchronisation, on its host
 clock) until a probe comes back as fast as it did before the candidate was imported, and only then times the
-other side. The reference is timed on a free GPU; one still busy after WAIT_CAP_S rejects (`slowed_reference`).
+other side. The reference is timed on a free GPU. One still busy after WAIT_CAP_S is put to the test: the judge
+kills the candidate's runner (its GPU work goes with its context). A GPU free within KILLED_CAP_S after that ran the
+candidate's work: `slowed_reference`, which rejects. One still busy runs another process's work, which no candidate
+is blamed for: the evaluation ends as the machine's failure (infra_error, retried by a sweep).
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from typing import Callable
 import torch
 
 from kbench import flags
+from kbench.failures import Evidence, Kind, Party, Stop
 
 CALIBRATION_PROBES = 32
 FREE_FACTOR = 3.0   # a probe within this many times the idle GPU's median probe (and FREE_MIN_MS) finds it free
 FREE_MIN_MS = 0.1   # below this the host's own scheduling decides, not the GPU
 WAIT_CAP_S = 2.0
+KILLED_CAP_S = 5.0  # a killed runner's context is torn down, its kernels with it, well within this
 SWITCH_MS = 1.0     # a wait up to this long is the GPU switching to the judge's context, not work left queued
 
 
@@ -36,10 +41,12 @@ def wait_until_quiet(probe: Callable[[], float], free_ms: float, cap_s: float,
 
 
 class QuietGpu:
-    """The judge's probe of its device, measured on the idle GPU (calibrate) before the candidate is imported."""
+    """The judge's probe of its device, measured on the idle GPU (calibrate) before the candidate is imported.
+    `kill_candidate`: kills the candidate's runner (and whatever it started)."""
 
-    def __init__(self, device):
+    def __init__(self, device, kill_candidate: Callable[[], None]):
         self.device = device
+        self.kill_candidate = kill_candidate
         self.cell = torch.zeros(1, device=device)
         self.free_ms = FREE_MIN_MS
         self.busy_waits = 0      # waits longer than a context switch: the GPU ran the candidate's queued work
@@ -56,18 +63,27 @@ class QuietGpu:
         torch.cuda.synchronize(self.device)
         return (time.perf_counter() - started) * 1e3
 
-    def wait(self, findings) -> bool:
-        """After the candidate's runner is stopped: whether the GPU became free within WAIT_CAP_S; if not,
-        `slowed_reference` is flagged (the caller ends the evaluation)."""
+    def wait(self, findings) -> None:
+        """After the candidate's runner is stopped: returns once the GPU is free. Still busy after WAIT_CAP_S, the
+        candidate's runner is killed: `slowed_reference` (raised) if that frees the GPU, else a Stop of the
+        machine's (another process's work)."""
         torch.cuda.synchronize(self.device)  # the judge's own work (the round's input copies) is not the candidate's
         spent_ms, quiet = wait_until_quiet(self.probe_ms, self.free_ms, WAIT_CAP_S)
         if spent_ms > SWITCH_MS:
             self.busy_waits += 1
             self.busy_ms += spent_ms
+        if quiet:
+            return
+        self.kill_candidate()
+        killed_ms, quiet = wait_until_quiet(self.probe_ms, self.free_ms, KILLED_CAP_S)
         if not quiet:
-            findings.flag(flags.SLOWED_REFERENCE, f"the GPU stayed busy for {WAIT_CAP_S:g} s after the candidate's "
-                                                  f"runner was stopped (work it queued before it replied)")
-        return quiet
+            raise Stop(Evidence(Party.MACHINE, Kind.RAISED, (
+                f"the GPU stayed busy for {WAIT_CAP_S:g} s with the candidate's runner stopped, and for "
+                f"{KILLED_CAP_S:g} s more once it was killed: another process's work; re-run on a GPU of its own")))
+        findings.flag(flags.SLOWED_REFERENCE, f"the GPU stayed busy for {WAIT_CAP_S:g} s after the candidate's "
+                                              f"runner was stopped, and came free {killed_ms:.0f} ms after it was "
+                                              f"killed (work it queued before it replied)")
+        findings.raise_if_rejected()
 
     def describe(self) -> str:
         return (f"before timing the reference, waited {self.busy_waits} time(s), {self.busy_ms:.3g} ms in all, for the "

@@ -298,8 +298,9 @@ class Runner:
                 output = returned[0]
             elif mode == "kernels":
                 from kbench.runner import kernels
-                reply["library_only"] = kernels.library_only_message(lambda: model(*arguments))
-                output = model(*arguments)
+                returned = []  # one call, as in every mode: a forward that writes its inputs must not run twice
+                reply["library_only"] = kernels.library_only_message(lambda: returned.append(model(*arguments)))
+                output = returned[0] if returned else model(*arguments)  # the profiler may not have called it
             else:
                 output = model(*arguments)
             synchronize(self.device)
