@@ -47,6 +47,11 @@ def test_a_level_folder_itself_pairs_its_own_level_and_refuses_another(tmp_path,
         pair_problem(run_file(tmp_path, 2, 12), [kernelbench / "level1"])
 
 
+def test_a_level_folder_s_name_outweighs_the_level_a_file_declares(tmp_path, kernelbench):
+    declared = _write(kernelbench / "level1" / "21_Sigmoid.py", "KERNELBENCH_LEVEL = 2\n")
+    assert pair_problem(run_file(tmp_path, 1, 21), [kernelbench]) == declared
+
+
 def test_a_missing_id_says_where_it_looked(tmp_path, kernelbench):
     with pytest.raises(PairingError) as error:
         pair_problem(run_file(tmp_path, 1, 99), [kernelbench])
@@ -71,6 +76,9 @@ def test_the_next_problem_folder_is_tried_when_the_first_lacks_the_file(tmp_path
     empty = tmp_path / "empty"
     empty.mkdir()
     assert pair_problem(run_file(tmp_path, 1, 12), [empty, kernelbench]) == kernelbench / "level1" / "12_Diag_matmul.py"
+    with pytest.raises(PairingError) as error:
+        pair_problem(run_file(tmp_path, 1, 99), [empty, kernelbench])
+    assert f"(looked for {empty}/99_*.py, {kernelbench / 'level1'}/99_*.py)" in str(error.value)
     solution = _write(tmp_path / "solutions" / "gelu" / "fast.py")
     problems = tmp_path / "problems"
     _write(problems / "gelu.py")
