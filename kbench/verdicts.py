@@ -124,6 +124,9 @@ def unverified_gain(resolution_ms: float, reference_ms: float, candidate_ms: flo
     but by no more than the judge's clock resolves per call, and that resolution is coarser than UNVERIFIED_SHARE of
     its time: a runner's own handling of a batch could shift its time by as much, so the gain is not confirmed (kept
     out of trusted figures)."""
+    if candidate_ms <= 0 < reference_ms:  # every batch within the fixed cost: no time the clock resolved
+        return flags.UNVERIFIED_TIME, (f"the candidate's calls read 0 ms once the judge's fixed cost per batch was "
+                                       f"subtracted (resolution {resolution_ms:.3g} ms per call): no speedup to give")
     gain = reference_ms - candidate_ms
     if gain <= UNVERIFIED_MIN_GAIN * reference_ms or gain > resolution_ms \
             or resolution_ms <= UNVERIFIED_SHARE * candidate_ms:

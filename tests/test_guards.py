@@ -87,6 +87,9 @@ def test_a_gain_within_the_judge_s_clock_resolution_is_unverified_only_where_tha
     assert verdicts.unverified_gain(0.05, 1.0, 0.99) is None  # a gain within the timing's own noise claims nothing
     coarse = verdicts.unverified_gain(0.05, 1.0, 0.97)  # 5% per call (a batch the ring's memory kept short)
     assert coarse and coarse[0] == flags.UNVERIFIED_TIME
+    unresolved = verdicts.unverified_gain(0.001, 0.05, 0.0)  # every batch within the fixed cost: no speedup at all
+    assert unresolved and unresolved[0] == flags.UNVERIFIED_TIME and "0 ms" in unresolved[1]
+    assert verdicts.unverified_gain(0.001, 0.0, 0.0) is None  # neither side timed: nothing claimed
 
 
 def test_load_that_hits_one_side_and_not_the_other_is_flagged():
