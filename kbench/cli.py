@@ -34,8 +34,8 @@ class _OneLineError(click.ClickException):
 @click.version_option(__version__, prog_name="kbench")
 def main() -> None:
     """kbench judges GPU kernels: it builds each candidate solution, checks that it computes the same
-    function as its PyTorch reference problem, times both (CUDA events on a GPU, the host clock on a CPU),
-    and records a verdict and a speedup per candidate in a table and a CSV.
+    function as its PyTorch reference problem, times both alike (batches of calls on fresh inputs, on the
+    judge's own clock), and records a verdict and a speedup per candidate in a table and a CSV.
 
     Exit codes: 0 every solution correct, 1 any solution not correct (skipped ones and solutions no
     problem pairs with included), 2 usage error, 130 interrupted (every finished result is already in
