@@ -8,7 +8,7 @@ clock) until a probe comes back as fast as it did before the candidate was impor
 other side. The reference is timed on a free GPU. One still busy after WAIT_CAP_S is put to the test: the judge
 kills the candidate's runner (its GPU work goes with its context). A GPU free within KILLED_CAP_S after that ran the
 candidate's work: `slowed_reference`, which rejects. One still busy runs another process's work, which no candidate
-is blamed for: the evaluation ends as the machine's failure (infra_error, retried by a sweep).
+is blamed for: the evaluation ends as the machine's failure (infra_error: `--only-failed` runs it again).
 """
 
 from __future__ import annotations
