@@ -19,7 +19,7 @@ from kbench.judge.remote_process import RunnerDied
 from kbench.results import ClockRecord, Timing
 from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, fixed_cost,
                                       output_sizes, plan_batches, ring_room, runner_side)
-from kbench.judge.trials import TrialsResult, guard_modes
+from kbench.judge.trials import TrialsResult
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,6 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     l2 = timing.CudaEventTimer(device) if device.type == "cuda" else None
     flush = _flush(l2, device)
     try:
-        for mode in guard_modes(context):  # the reference's runner instrumented as the candidate's was in its trials
-            timed_reference.call(rounds.sets[0], mode=mode)
         plan = plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context)
         compiled = compiled_reference(reference_model, rounds.sets[0], context) if "compile" in config.baselines \
             else None
