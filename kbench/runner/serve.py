@@ -37,7 +37,8 @@ from kbench.loading import model_dtype, release_cached_memory, synchronize, warm
 from kbench.op_recording import record_ops
 from kbench.processes import die_with_parent, open_files_to_the_limit, open_log, output_to
 from kbench.runner import limits, wire
-from kbench.runner.arenas import RunnerArenas, aliasing, dtype_name, dtype_of
+from kbench.runner.arenas import RunnerArenas, aliasing, dtype_of
+from kbench.runner.batches import Ring, advance_versions, as_items, describe, is_plain, precision
 
 
 def main(argv: list[str]) -> int:
@@ -135,8 +136,7 @@ class Runner:
         self.solution = None
         self.instances: dict[str, object] = {}
         self.pending = None         # outputs waiting for bigger arenas
-        self.ring: tuple[list, list] = ([], [])  # the timing loop's input sets and output slots (_ring)
-        self.kept = None  # a model's outputs on the ring's first set, which calibration batches return (_keep)
+        self.ring = Ring()          # the timing loop's input sets and output slots, and kept outputs (batches.py)
 
     def handle(self, message: dict) -> dict:
         arenas = message.get("arenas", [])
@@ -278,7 +278,7 @@ class Runner:
             if tensor is None or key[0] not in self.arenas.buffers:
                 tensor = self.views[key] = self.arenas.view(ref["arena"], dtype_of(ref["dtype"]), *key[2:])
             else:
-                _advance_versions([tensor])
+                advance_versions([tensor])
             return tensor
         return wire.decode_value(item["value"])
 
@@ -287,7 +287,7 @@ class Runner:
         arguments = [self._argument(item) for item in message["args"]]
         mode = message.get("mode", "plain")
         reply: dict = {}
-        with _precision(message.get("precision")):
+        with precision(message.get("precision")):
             return self._called(model, arguments, mode, reply, message["outputs"])
 
     def _called(self, model, arguments: list, mode: str, reply: dict, outputs: list[str]) -> dict:
@@ -307,8 +307,8 @@ class Runner:
         except Exception as error:
             traceback.print_exc()
             return {"failure": {"status": "runtime_error", "message": one_line(error)}}
-        items, sequence = _as_items(output)
-        reply.update(sequence=sequence, outputs=[_describe(item) for item in items],
+        items, sequence = as_items(output)
+        reply.update(sequence=sequence, outputs=[describe(item) for item in items],
                      aliases_input=aliasing(items, arguments))
         self.pending = (items, reply)
         return self._deliver(outputs)
@@ -320,68 +320,21 @@ class Runner:
         of `stride` bytes each. Each batch calls the model on them; the judge rewrites their contents in place."""
         calls = [[self._argument(item) for item in arguments] for arguments in message["calls"]]
         slots = [(self.arenas.buffers[item["arena"]], int(item["stride"])) for item in message["outputs"]]
-        self.ring = (calls, slots)
+        self.ring.load(calls, slots)
         return {"ok": True}
 
     def _batch(self, message: dict) -> dict:
-        """`count` calls, call i on the ring's input set i, its outputs copied into slot i of the output arenas; then
-        the device is synchronised and the reply sent. The judge's clock runs from its request until it holds its
-        own copy of the slots (kbench/judge/remote.py); this process times nothing. The work per call beside the
-        model's is kept small (the slots' views are made once per batch): on a GPU it overlaps the calls' kernels."""
-        model = self.instances[message["instance"]]
-        if message.get("kept"):
-            kept = self.kept
-            model = lambda *arguments: kept  # noqa: E731 (calls that cost nothing, outputs laid out as the model's)
-        count = int(message["count"])
-        calls, slots = self.ring
-        if count > len(calls):
-            return {"failure": {"status": "runtime_error", "message": f"a batch of {count} on a ring of {len(calls)}"}}
-        reply: dict = {"sequence": False, "outputs": [], "aliases_input": []}
-        batch = calls[:count]
-        _advance_versions([item for arguments in batch for item in arguments])  # the judge wrote new contents
-        try:
-            with _precision(message.get("precision")):
-                for index, arguments in enumerate(batch):
-                    items, sequence = _as_items(model(*arguments))
-                    if index == 0:
-                        layout = _layout(items, sequence)
-                        reply.update(sequence=sequence, outputs=[_describe(item) for item in items],
-                                     aliases_input=aliasing(items, arguments))
-                        rings, failure = _slot_rings(items, slots, len(calls))
-                        if failure:
-                            return {"failure": {"status": "runtime_error", "message": failure}}
-                        targets = [ring.unbind(0) for ring in rings]  # each call's slot, made once
-                    elif _layout(items, sequence) != layout:
-                        return {"failure": {"status": "runtime_error",
-                                            "message": f"call {index} of a batch returned outputs unlike call 0's"}}
-                    for target, item in zip(targets, (item for item in items if _is_plain(item))):
-                        target[index].copy_(item.detach())
-            synchronize(self.device)
-        except Exception as error:
-            traceback.print_exc()
-            return {"failure": {"status": "runtime_error", "message": one_line(error)}}
-        return reply
+        return self.ring.batch(self.instances[message["instance"]], message, self.device)
 
     def _keep(self, message: dict) -> dict:
-        """The model's outputs on the ring's first input set, kept (untimed): the judge's calibration batches return
-        them in place of calls (judge/timed_sides.py fixed_cost), so that what a batch costs beyond its calls, the
-        outputs' copies and all, is measured with calls that cost nothing."""
-        calls, _ = self.ring
-        try:
-            self.kept = self.instances[message["instance"]](*calls[0])
-            synchronize(self.device)
-        except Exception as error:
-            traceback.print_exc()
-            return {"failure": {"status": "runtime_error", "message": one_line(error)}}
-        return {"ok": True}
+        return self.ring.keep(self.instances[message["instance"]], self.device)
 
     def _release(self) -> dict:
         """Let go of every arena (the judge frees them once no process maps them) and of the memory this process
         keeps cached: between the reference's time alone and the timing loop, the judge needs the room."""
         self.arenas.buffers.clear()
         self.views.clear()
-        self.ring = ([], [])
-        self.kept = None
+        self.ring.clear()
         self.pending = None
         synchronize(self.device)
         release_cached_memory(self.device)
@@ -390,7 +343,7 @@ class Runner:
     def _deliver(self, arenas: list[str]) -> dict:
         """Copy the pending outputs into the judge's output arenas, or ask for room."""
         items, reply = self.pending
-        plain = [item for item in items if _is_plain(item)]
+        plain = [item for item in items if is_plain(item)]
         needed = [nbytes(item.dtype, item.shape) for item in plain]
         if len(arenas) < len(plain) or any(size > self.arenas.buffers[arena].numel()
                                            for size, arena in zip(needed, arenas)):
@@ -400,74 +353,6 @@ class Runner:
         synchronize(self.device)
         self.pending = None
         return reply
-
-
-@contextlib.contextmanager
-def _precision(policy_name: str | None):
-    """A call under another precision policy (the reference's runner times PyTorch's defaults as a baseline),
-    the problem's policy back after it."""
-    if not policy_name:
-        yield
-        return
-    from kbench import policy
-    before = {name: setting.read() for name, setting in policy.SETTINGS.items()}
-    policy.apply_policy(policy_name)
-    try:
-        yield
-    finally:
-        policy.apply(before)
-
-
-def _as_items(output) -> tuple[list, bool]:
-    if isinstance(output, (tuple, list)):
-        return list(output), True
-    return [output], False
-
-
-def _advance_versions(arguments: list) -> None:
-    tensors = tuple(item for item in arguments if isinstance(item, torch.Tensor))
-    if tensors:
-        torch._C._autograd._unsafe_set_version_counter(tensors, tuple(tensor._version + 1 for tensor in tensors))
-
-
-def _layout(items: list, sequence: bool) -> tuple:
-    return sequence, tuple((type(item), item.dtype, item.shape, item.device) if isinstance(item, torch.Tensor)
-                           else type(item) for item in items)
-
-
-def _slot_rings(items: list, slots: list, count: int) -> tuple[list, str]:
-    """Per plain tensor output: its arena's `count` slots seen as one [count, *shape] tensor of its dtype; or what
-    does not fit."""
-    plain = [item for item in items if _is_plain(item)]
-    if len(plain) > len(slots):
-        return [], f"{len(plain)} outputs, the ring has slots for {len(slots)}"
-    rings = []
-    for number, (item, (buffer, stride)) in enumerate(zip(plain, slots)):
-        size = nbytes(item.dtype, item.shape)
-        if size > stride:
-            return [], f"output {number} needs {size} bytes, its slots hold {stride} (the reference's output)"
-        if not size:
-            rings.append(torch.empty((count, *item.shape), dtype=item.dtype, device=buffer.device))
-            continue
-        element = item.element_size()
-        inner = torch.empty(tuple(item.shape), dtype=item.dtype, device="meta").stride()
-        rings.append(buffer[:count * stride].view(item.dtype).as_strided((count, *item.shape),
-                                                                        (stride // element, *inner)))
-    return rings, ""
-
-
-def _is_plain(item) -> bool:
-    return type(item) in (torch.Tensor, torch.nn.Parameter)
-
-
-def _describe(item) -> dict:
-    if not isinstance(item, torch.Tensor):
-        return {"kind": type(item).__name__[:100], "dtype": "", "shape": [], "device": ""}
-    kind = "Tensor" if _is_plain(item) else type(item).__name__[:100]
-    try:
-        return {"kind": kind, "dtype": dtype_name(item.dtype), "shape": list(item.shape), "device": str(item.device)}
-    except Exception:  # a subclass whose attributes raise
-        return {"kind": kind, "dtype": "", "shape": [], "device": ""}
 
 
 class Namespaces:
