@@ -192,7 +192,8 @@ def ring_room(inputs: list, output_bytes: list[int], device: torch.device) -> in
 
 
 def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, context: Context) -> float:
-    """What a batch costs beyond its calls, in ms: the intercept of the median wall times of batches of one call and
+    """What a batch costs beyond its calls, in ms: the intercept of the fastest wall times (load only ever adds to a
+    batch's time, and an inflated fixed cost reads the calls faster than they are) of batches of one call and
     of as many as the ring holds (CALIBRATION_CALLS at most) in the reference's runner, each timed as the timing loop times it (its ring refilled, the candidate's
     runner stopped, L2 flushed), whose calls return the reference's outputs kept from one real call (RemoteModel.keep)
     and so cost nothing but their copies: no model's own first-call work counts as the fixed cost, which a faster
@@ -208,10 +209,9 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
                    timing.do_nothing, BatchTimer(flush, count), timed_reference) for count in sizes]
     rule = timing.StopRule(warmup=1, min_samples=FIXED_COST_ROUNDS, max_samples=FIXED_COST_ROUNDS,
                            target_rse=math.inf, budget_s=math.inf)
-    one, many = (statistics.median(samples.wall_ms)
-                 for samples in timing.sample_interleaved(sides, timing.HostTimer(), rule))
-    # No more than a batch of one took: on a busy machine the medians can come out in the wrong order, and a fixed
-    # cost above a batch's wall would leave a call no time at all.
+    one, many = (min(samples.wall_ms) for samples in timing.sample_interleaved(sides, timing.HostTimer(), rule))
+    # No more than a batch of one took: on a busy machine the two can come out in the wrong order, and a fixed cost
+    # above a batch's wall would leave a call no time at all.
     return min(max(one - (many - one) / (sizes[1] - 1), 0.0), one)
 
 
