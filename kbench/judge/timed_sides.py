@@ -5,9 +5,9 @@ contents before it (fresh.py), its outputs copied into slot i of the ring's outp
 from the request until the judge holds its own copy of every slot (remote.RemoteModel.run_batch); the runner's
 own clocks are never read. The per-call time is that wall time, less the judge's fixed cost per batch (measured
 on the reference's runner, which runs no candidate code, as the intercept of batches of calls that cost nothing:
-fixed_cost; and the judge's copy of each further slot, measured with the runners idle), divided by `count`. `count` is chosen (plan_batches) so that the fixed
-cost, spread over the calls, is about 1% of a call or 1 us, whichever is larger, as far as the ring's memory and
-the batch's length allow. The candidate (in its runner), the reference and PyTorch's-defaults baseline (in the
+fixed_cost; and the judge's copy of each further slot, measured with the runners idle), divided by `count`.
+`count` is chosen (plan_batches) so that the fixed cost, spread over the calls, is about 1% of a call or 1 us,
+whichever is larger, as far as the ring's memory, the batch's length and the cost of fresh inputs allow. The candidate (in its runner), the reference and PyTorch's-defaults baseline (in the
 reference's runner) and the torch.compile baseline (in the judge) are batched alike, with the same `count` and
 the same contents."""
 
@@ -193,11 +193,11 @@ def ring_room(inputs: list, output_bytes: list[int], device: torch.device) -> in
 
 def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, context: Context) -> float:
     """What a batch costs beyond its calls, in ms: the intercept of the fastest wall times (load only ever adds to a
-    batch's time, and an inflated fixed cost reads the calls faster than they are) of batches of one call and
-    of as many as the ring holds (CALIBRATION_CALLS at most) in the reference's runner, each timed as the timing loop times it (its ring refilled, the candidate's
-    runner stopped, L2 flushed), whose calls return the reference's outputs kept from one real call (RemoteModel.keep)
-    and so cost nothing but their copies: no model's own first-call work counts as the fixed cost, which a faster
-    candidate would then be timed below. It holds all a batch does once, wherever it happens: the request and the
+    batch's time, and an inflated fixed cost reads the calls faster than they are) of batches of one call and of as
+    many as the ring holds (CALIBRATION_CALLS at most) in the reference's runner, each timed as the timing loop
+    times it (its ring refilled, the candidate's runner stopped, L2 flushed), whose calls return the reference's
+    outputs kept from one real call (RemoteModel.keep) and so cost nothing but their copies: no model's own
+    first-call work counts as the fixed cost, which a faster candidate would then be timed below. It holds all a batch does once, wherever it happens: the request and the
     reply, the synchronisations, the first call's handling, the judge's copy of one slot. `refill`: before each
     batch, what the timing loop does to the ring. Where the ring holds one input set (inputs too large for two), a
     batch of no calls and the judge's copy of one slot stand in for it."""
@@ -206,7 +206,7 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
     timed_reference.keep()
     sizes = (1, len(ring))
     sides = [runner_side(lambda count=count: timed_reference.run_batch(count, kept=True), refill, context,
-                   timing.do_nothing, BatchTimer(flush, count), timed_reference) for count in sizes]
+                         timing.do_nothing, BatchTimer(flush, count), timed_reference) for count in sizes]
     rule = timing.StopRule(warmup=1, min_samples=FIXED_COST_ROUNDS, max_samples=FIXED_COST_ROUNDS,
                            target_rse=math.inf, budget_s=math.inf)
     one, many = (min(samples.wall_ms) for samples in timing.sample_interleaved(sides, timing.HostTimer(), rule))
@@ -278,15 +278,15 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
         rounds.load(plan.reference_ring)
     sides = {"candidate": candidate_side,
              "reference": runner_side(lambda: timed_reference.run_batch(count), refill_reference, context,
-                                reference_inspect, timer(context.reference_runner), timed_reference)}
+                                      reference_inspect, timer(context.reference_runner), timed_reference)}
     baseline_inspect = _poison_batch if config.guards else timing.do_nothing
     if baselines and "default" in config.baselines and not default_is_reference(context):
         sides["default"] = runner_side(lambda: timed_reference.run_batch(count, precision=PYTORCH_DEFAULT),
-                                 refill_reference, context, baseline_inspect, timer(), timed_reference)
+                                       refill_reference, context, baseline_inspect, timer(), timed_reference)
     if compiled is not None:
         ring = plan.reference_ring
-        sides["compile"] = runner_side(lambda: _local_batch(compiled, ring[:count], context.device), refill_reference,
-                                 context, timing.do_nothing, timer(fixed_ms=0.0))
+        sides["compile"] = runner_side(lambda: _local_batch(compiled, ring[:count], context.device),
+                                       refill_reference, context, timing.do_nothing, timer(fixed_ms=0.0))
     return sides
 
 
