@@ -6,6 +6,8 @@ Run on the GPU machine: python3 -m pytest -m gpu
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,8 +157,6 @@ def test_another_process_s_gpu_work_is_never_the_honest_candidate_s_rejection(gp
     while the candidate's runner is stopped. The judge tests its suspect (kills the candidate's runner; quiet.py,
     evaluation._check_slowed_reference): with another process to blame, an honest candidate is never `rejected`;
     the evaluation is correct (its times flagged or not) or the machine's failure."""
-    import subprocess
-    import sys
     load = subprocess.Popen([sys.executable, "-c", LOAD, "40"], stdout=subprocess.PIPE, text=True)
     try:
         assert load.stdout.readline().strip() == "loading"
