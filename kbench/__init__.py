@@ -1,16 +1,18 @@
 """kbench: judge GPU kernels against PyTorch references.
 
-From Python (kbench/api.py): `Judge` (a warm judge for batches), `judge` (one pair, on the process's warm judge),
-`eval_kernel_against_ref` and `KernelExecResult` (KernelBench's entry point and result), `reward` (one number per
-result for a training loop), `Result`, `Status` and `RunConfig` (the records), `read_results` and `results_frame`
-(DataFrames).
+From Python: `Judge` (a warm judge for batches), `judge` (one pair, on the process's warm judge), `read_results`
+and `results_frame` (DataFrames), in kbench/api.py; `eval_kernel_against_ref` and `KernelExecResult` (KernelBench's
+entry point and result) and `reward` (one number per result for a training loop), in kbench/kernelbench_entry.py;
+`Result`, `Status` and `RunConfig` (the records).
 """
 
 __version__ = "0.1.0"
 
 __all__ = ["Judge", "judge", "eval_kernel_against_ref", "KernelExecResult", "reward", "Result", "Status",
            "RunConfig", "read_results", "results_frame"]
-_HOMES = {"Result": "kbench.results", "Status": "kbench.results", "RunConfig": "kbench.config"}
+_HOMES = {"Result": "kbench.results", "Status": "kbench.results", "RunConfig": "kbench.config",
+          "eval_kernel_against_ref": "kbench.kernelbench_entry", "KernelExecResult": "kbench.kernelbench_entry",
+          "reward": "kbench.kernelbench_entry"}
 
 
 def __getattr__(name: str):

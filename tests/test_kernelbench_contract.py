@@ -17,7 +17,8 @@ import pytest
 import torch
 
 import kbench
-from kbench.api import kernel_exec_result, warm_judge
+from kbench.api import warm_judge
+from kbench.kernelbench_entry import kernel_exec_result
 from kbench.config import RunConfig
 from kbench.results import Result, Status, Timing
 
