@@ -113,7 +113,7 @@ def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
     """What every evaluation needs before the candidate, made while the runner waits for its job: the CUDA
     context and the libraries (cuBLAS, cuDNN); for the candidate's runner, once confined (each starts threads),
     also the op recording's first start. Its kernel profiler is not started ahead: each profile ends detached
-    (remote_process.PROFILER_TEARDOWN), and a first profile made here left the trial's no faster
+    (judge/runner_start.PROFILER_TEARDOWN), and a first profile made here left the trial's no faster
     (docs/benchmarks.md)."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
