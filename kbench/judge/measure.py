@@ -5,7 +5,7 @@ into a TimingRecord. Every side is timed alike, by the judge's own clock around 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -18,7 +18,7 @@ from kbench.judge.progress import Context
 from kbench.judge.remote_process import RunnerDied
 from kbench.results import ClockRecord, Timing
 from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, fixed_cost,
-                                      output_sizes, plan_batches, ring_room, runner_side)
+                                      output_sizes, plan_batches, rebased, ring_room, runner_side)
 from kbench.judge.trials import TrialsResult
 
 
@@ -90,11 +90,8 @@ def _fixed_cost_bounded(samples: dict, sides: dict, fixed_ms: float, context: Co
     context.findings.flag(flags.NOISY_TIMING, (
         f"the judge's fixed cost per batch ({fixed_ms:.3g} ms) read more than a whole batch took ({fastest:.3g} ms): "
         f"a busy machine; re-run on a quiet one before trusting the speedup"))
-    bounded = dict(samples)
-    for name in timed:
-        count = sides[name].timer.count
-        bounded[name] = replace(samples[name], ms=[(wall - fastest) / count for wall in samples[name].wall_ms])
-    return bounded
+    return {name: rebased(side_samples, fastest, sides[name].timer.count) if name in timed else side_samples
+            for name, side_samples in samples.items()}
 
 
 # The reference's timed calls before the candidate is imported stop after this long (but never before
@@ -122,10 +119,7 @@ def time_alone(timed_reference, make_inputs, context: Context) -> Timing:
         rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
                                budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
         samples, = timing.sample_interleaved([side], timing.HostTimer(), rule)
-        # As in the timing loop (timed_sides.plan_batches): a batch of one real call costs the fixed cost and
-        # more, so the fastest bounds a fixed cost a busy moment inflated.
-        fixed_ms = min(fixed_ms, min(samples.wall_ms))
-        samples = replace(samples, ms=[max(wall - fixed_ms, 0.0) for wall in samples.wall_ms])
+        samples = rebased(samples, min(fixed_ms, min(samples.wall_ms)))  # as the timing loop bounds its own
     except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:

@@ -1,9 +1,9 @@
 """The runner process as the judge holds it.
 
 RunnerProcess starts the runner (kbench.runner.serve: a fork of the judge before it touches CUDA, else a fresh
-interpreter; runner_start.py) in a session of its own, speaks to it through a socket and a pipe (runner/wire.py; the socket also
-carries the descriptor of the job's log, which a runner confined before its job cannot open), stops it while the
-judge times the reference, and kills its session and everything it left behind when the evaluation ends,
+interpreter; runner_start.py) in a session of its own, speaks to it through a socket and a pipe (runner/wire.py;
+the socket also carries the descriptor of the job's log, which a runner confined before its job cannot open),
+stops it while the judge times the reference, and kills its session and everything it left behind when the evaluation ends,
 before the judge writes its verdict. Runners holds an evaluation's two: the candidate's, and the reference's
 (the problem's own Model, timed under the candidate's protocol; no candidate code ever runs in it).
 """

@@ -83,7 +83,19 @@ class BatchTimer:
         if self.runner is not None:
             self.cpu_s += self.runner.cpu_seconds() - cpu_before
             self.wall_s += wall_ms / 1e3
-        return max(wall_ms - self.fixed_ms, 0.0) / self.count, wall_ms, outputs
+        return per_call_ms(wall_ms, self.fixed_ms, self.count), wall_ms, outputs
+
+
+def per_call_ms(wall_ms: float, fixed_ms: float, count: int = 1) -> float:
+    """A batch's time per call: its wall time less the fixed cost, over its calls (0 at least)."""
+    return max(wall_ms - fixed_ms, 0.0) / count
+
+
+def rebased(samples: timing.Samples, fixed_ms: float, count: int = 1) -> timing.Samples:
+    """`samples` with their per-call times taken again from their batches' walls, at the fixed cost `fixed_ms`:
+    where a calibration that a busy moment inflated is bounded by the fastest batch (a batch of real calls costs
+    the fixed cost and more)."""
+    return replace(samples, ms=[per_call_ms(wall, fixed_ms, count) for wall in samples.wall_ms])
 
 
 @dataclass
@@ -137,7 +149,7 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
     fastest = min(min(side.wall_ms) for side in samples)
     if fastest < plan.overhead_ms:
         plan.overhead_ms = fastest
-        samples = [replace(side, ms=[max(wall - fastest, 0.0) for wall in side.wall_ms]) for side in samples]
+        samples = [rebased(side, fastest) for side in samples]
     plan.estimate_ms = max(min(statistics.median(side.ms) for side in samples), 1e-6)
     wanted = math.ceil(plan.overhead_ms / max(RESOLUTION_SHARE * plan.estimate_ms, RESOLUTION_FLOOR_MS))
     longest = max(1, min(MAX_BATCH_CALLS,

@@ -52,8 +52,6 @@ class SweepCounts:
     total: int = 0             # configurations asked for
 
 
-
-
 @dataclass(frozen=True)
 class ProgressRecord:
     """The worker's progress file."""
