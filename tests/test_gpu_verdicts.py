@@ -155,7 +155,7 @@ while time.monotonic() < ends:
 def test_another_process_s_gpu_work_is_never_the_honest_candidate_s_rejection(gpu_cache_dir):
     """A GPU busy with another process's work slows the reference beside the candidate, and keeps the GPU busy
     while the candidate's runner is stopped. The judge tests its suspect (kills the candidate's runner; quiet.py,
-    evaluation._check_slowed_reference): with another process to blame, an honest candidate is never `rejected`;
+    reference_side.check_slowed_reference): with another process to blame, an honest candidate is never `rejected`;
     the evaluation is correct (its times flagged or not) or the machine's failure."""
     load = subprocess.Popen([sys.executable, "-c", LOAD, "40"], stdout=subprocess.PIPE, text=True)
     try:

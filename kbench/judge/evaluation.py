@@ -11,33 +11,31 @@ import random
 import resource
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 import torch
 
-from kbench import flags, params, stats, verdicts
-from kbench.judge import guards
+from kbench import params, verdicts
 from kbench.extensions.cache import copy_new_entries, solution_folder
 from kbench.extensions.slots import compiler_wrappers
 from kbench.extensions.primer import compilers_root, headers_root
 from kbench.schedule.job import Job
 from kbench.failures import RUNNER_REPORTS, WAITING_FOR_THE_LAST, Evidence, Kind, Party, Stop, one_line
-from kbench.loading import (build_reference, call_reference, clone, input_maker, load_problem, reference_init_inputs,
-                            release_cached_memory)
-from kbench.judge.measure import measure, time_alone
-from kbench.op_recording import record_ops
-from kbench.judge.quiet import QuietGpu
+from kbench.loading import load_problem, release_cached_memory
+from kbench.judge.measure import measure
 from kbench.judge.param_sweep import run_sweep
 from kbench.problem import overridden
 from kbench.processes import open_log
 from kbench.judge.progress import Context, Findings, Progress, answer_limit
-from kbench.judge.remote import OutputRoom, RemoteModel, begin_stand_in, evidence_of, new_candidate
+from kbench.judge.remote import RemoteModel, evidence_of, new_candidate
 from kbench.judge.remote_process import RunnerDied, Runners, describe_exit
-from kbench.results import Outcome, Timing
+from kbench.results import Outcome
 from kbench.runner import wire
 from kbench.judge.trials import OfficialTrials, guard_modes, plan_instances
+from kbench.judge.reference_side import (Reference, check_slowed_reference, reference_call_s, reference_first,
+                                         reference_in_runner)
 
 def judge(job: Job, device: torch.device, progress: Progress, environment: dict, runners: Runners) -> Outcome:
     """The outcome of `job`; `environment` (device name, versions) goes into it as it is. `runners` are this
@@ -108,127 +106,18 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
         return context.findings.outcome(Evidence(Party.CANDIDATE, Kind.BUILT))
     with torch.no_grad():
         with overridden(problem_module, overrides):
-            reference = _reference_first(job, problem_module, context)
+            reference = reference_first(job, problem_module, context)
             if config.time:
-                reference.timed, reference.alone = _reference_in_runner(job, reference, context)
-            reference_call_s = _reference_call_s(reference, context)
-            progress.limit_run(reference_call_s, config)
-            context.runner.answer_limit = answer_limit(reference_call_s, config)
+                reference.timed, reference.alone = reference_in_runner(job, reference, context)
+            call_s = reference_call_s(reference, context)
+            progress.limit_run(call_s, config)
+            context.runner.answer_limit = answer_limit(call_s, config)
             _import_solution(job, context)
             official = context.official = _official_verdict(reference, context)
         context.reference_runner.kill()  # nothing after the official verdict needs it: its exit overlaps the sweep
         progress.update(provisional=finish(official))  # survives a sweep that kills the judge
         sweep = run_sweep(problem_module, context) if config.sweep > 0 else None
     return verdicts.decide(Evidence(Party.CANDIDATE, Kind.PASSED), official=official, sweep=sweep, strict=config.strict)
-
-
-@dataclass
-class _Reference:
-    """The reference at the evaluation's sizes, as it was before the candidate was imported."""
-
-    model: object              # Model(*init_inputs), built right after the seed (the judge's: trials, truth, sweep)
-    init_inputs: list
-    make_inputs: object        # loading.input_maker at the evaluation's sizes
-    ops: set[str]              # the aten ops its first call dispatched (empty without guards)
-    mutates_inputs: bool       # its first call changed its inputs (else the trials call it on theirs, uncopied)
-    room: OutputRoom           # what its outputs take: the most room the candidate's get
-    stand_in: Callable[[], RemoteModel] | None = None  # waits for the same Model, begun in the reference's runner
-    timed: RemoteModel | None = None  # that Model, built: the one timed (None: no timing)
-    alone: Timing | None = None       # its timed calls before the candidate existed (None: not taken)
-
-
-def _reference_call_s(reference: _Reference, context: Context) -> float:
-    """One call of the reference, for the run limit (progress.derived_run_limit): its time alone where it was taken,
-    else a call of the judge's Model on fresh inputs (its first call ran under op recording, and warmed it up)."""
-    if reference.alone is not None:
-        return reference.alone.median_ms / 1e3
-    inputs = reference.make_inputs(context.config.seed + 100)
-    started = time.perf_counter()
-    call_reference(reference.model, inputs, context.device, cloned=True)
-    return time.perf_counter() - started
-
-
-def _reference_first(job: Job, problem_module, context: Context) -> _Reference:
-    """Build and run the reference at the evaluation's sizes before the candidate exists: a reference that fails
-    here is the problem's fault, whatever the candidate is. When candidates are timed, the same Model is being
-    built in the reference's runner meanwhile. Nothing here is timed, so it runs while the last evaluation on the
-    device may still be ending (LastEnding); should its judge still hold the room this needs, it runs again once
-    that one has gone."""
-    context.progress.enter("running the reference")
-    try:
-        return _reference_called(job, problem_module, context)
-    except torch.OutOfMemoryError:
-        if not context.last_ending.pending:
-            raise
-    context.last_ending.wait()
-    release_cached_memory(context.device)
-    context.progress.enter("running the reference")
-    return _reference_called(job, problem_module, context)
-
-
-def _reference_called(job: Job, problem_module, context: Context) -> _Reference:
-    config, device = context.config, context.device
-    init_inputs = reference_init_inputs(problem_module, config.seed, device, config.precision)
-    # The reference's runner builds its Model while the judge builds its own (a large one takes a second of CPU).
-    stand_in = _begin_stand_in(job, init_inputs, context) if config.time else None
-    make_inputs = input_maker(problem_module, device, config.precision)
-    outputs: list = []
-    try:
-        model = build_reference(problem_module, init_inputs, config.seed, device, config.precision)
-        inputs = make_inputs(config.seed)
-        used = clone(inputs)  # nothing else is held yet: the one time a copy costs no room
-
-        def first_call():  # a reference that fails here is the problem's fault
-            outputs.append(call_reference(model, used, device, cloned=True))
-        ops = record_ops(first_call) if config.guards else (first_call() or set())
-    except torch.OutOfMemoryError:
-        if stand_in is not None:  # its reply comes first: the reference's runner answers in order
-            _drained(stand_in)
-        raise
-    room = OutputRoom.of(outputs[-1])
-    guards.poison(outputs.pop())
-    mutates = guards.inputs_mutated(inputs, used)
-    return _Reference(model, init_inputs, make_inputs, ops, mutates, room, stand_in)
-
-
-def _drained(stand_in: Callable[[], RemoteModel]) -> None:
-    try:
-        stand_in()
-    except Stop:
-        pass  # whatever it says: the reference runs again (the stand-in begun anew), or the evaluation ends here
-
-
-def _reference_in_runner(job: Job, reference: _Reference, context: Context) -> tuple[RemoteModel, Timing | None]:
-    """The problem's Model built in the reference's runner, the one the timing loop times beside the candidate
-    under the same protocol; and (GPU, guards) its time alone, once the last evaluation on the device has ended and
-    before the candidate is imported: what no candidate can have slowed."""
-    config = context.config
-    begun_before_the_last_ended = context.last_ending.pending
-    context.last_ending.wait()  # nothing is timed before
-    context.progress.enter("timing the reference alone")
-    try:
-        timed = reference.stand_in()
-    except Stop as stop:  # the room it needed may have been the last judge's: once it is gone, again
-        if not (begun_before_the_last_ended and "out of memory" in stop.message):
-            raise
-        release_cached_memory(context.device)
-        timed = _begin_stand_in(job, reference.init_inputs, context)()
-    if not (config.guards and context.device.type == "cuda"):
-        return timed, None
-    with context.progress.spent("guard: reference alone"):
-        alone = time_alone(timed, reference.make_inputs, context)
-        context.quiet_gpu = QuietGpu(context.device, context.runner.kill)
-        context.quiet_gpu.calibrate()  # no candidate yet: what a probe takes on a GPU free of its work
-    # Its arenas and copies of timed outputs are made again when the timing loop needs them; until then the trials
-    # need the room (an 8 GiB output: both runners' arenas and the float64 truth do not fit an 80 GB card together).
-    timed.release_arenas()
-    return timed, alone
-
-
-def _begin_stand_in(job: Job, init_inputs: list, context: Context) -> Callable[[], RemoteModel]:
-    config = context.config
-    return begin_stand_in(context.reference_runner, job.problem_path, config.policy, init_inputs, config.seed,
-                          context.overrides, job.log_path, config.precision)
 
 
 def _send_job(job: Job, context: Context) -> Callable[[], None]:
@@ -311,7 +200,7 @@ def _import_solution(job: Job, context: Context) -> None:
         raise Stop(Evidence(Party.CANDIDATE, RUNNER_REPORTS[failure.status], failure.message))
 
 
-def _official_verdict(reference: _Reference, context: Context) -> Outcome:
+def _official_verdict(reference: Reference, context: Context) -> Outcome:
     """Correct (with its timing and flags) at the official sizes (or the CPU's reduced ones), or a Stop. The
     trials run on several instances of ModelNew, each built afresh as the sweep's are (trials.plan_instances),
     and the one timed, after its trials, is drawn by the judge: no instance is the official one."""
@@ -330,31 +219,13 @@ def _official_verdict(reference: _Reference, context: Context) -> Outcome:
         del candidate  # with its copies of timed outputs, before the next instance is built
     result = trials.finish()
     if timed and reference.alone:
-        _check_slowed_reference(reference, timed.reference_timing, context)
+        check_slowed_reference(reference, timed.reference_timing, context)
     return context.findings.outcome(Evidence(Party.CANDIDATE, Kind.PASSED, context.findings.message),
                                     check=result.check, reference_alone=reference.alone,
                                     **(timed.fields() if timed else {}))
 
 
-def _check_slowed_reference(reference: _Reference, during: Timing, context: Context) -> None:
-    """The reference timed beside the candidate against its time alone. Slower beyond noise, the candidate is put
-    to the test: its runner killed (and whatever it started), the reference is timed alone again. Back to its
-    speed, the candidate slowed it (`slowed_reference`, which rejects); as slow still, the machine got busier,
-    which no candidate is blamed for (a Stop of the machine's: infra_error)."""
-    message = verdicts.slowed_reference_message(reference.alone, during)
-    if message is None:
-        return
-    context.runner.kill()
-    again = time_alone(reference.timed, reference.make_inputs, context)
-    if stats.slowdown(reference.alone.samples_ms, again.samples_ms) is not None:
-        raise Stop(Evidence(Party.MACHINE, Kind.RAISED, (
-            f"{message}, and {again.median_ms:.3g} ms again with the candidate's runner killed: the machine got "
-            f"busier; re-run on a quiet one")))
-    context.findings.flag(flags.SLOWED_REFERENCE, message)
-    context.findings.raise_if_rejected()
-
-
-def _new_instance(reference: _Reference, context: Context) -> RemoteModel:
+def _new_instance(reference: Reference, context: Context) -> RemoteModel:
     """A new ModelNew in the runner (its last instance goes), built as every other: same arguments, same seed."""
     context.progress.enter("building ModelNew")
     release_cached_memory(context.device)  # what the reference's calls freed: the candidate may need it
