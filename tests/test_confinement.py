@@ -130,3 +130,33 @@ def test_a_torch_compile_candidate_works_in_a_confined_runner(config):
         pytest.skip("torch.compile (inductor) does not work on this machine's CPU build")
     result = evaluate(AXPY, FIXTURES / "honest" / "compiled.py", config)
     assert result.status == Status.CORRECT, (result.status, result.message)
+
+
+def _seccomp_state_after(confining) -> dict[str, str]:
+    """The Seccomp and Speculation lines of /proc/self/status in a child that ran `confining`."""
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest machinery past this point
+        try:
+            confining()
+            os.write(writing, open("/proc/self/status").read().encode())
+        finally:
+            os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading) as status:
+        text = status.read()
+    os.waitpid(pid, 0)
+    return dict(line.split(":\t", 1) for line in text.splitlines() if line.startswith(("Seccomp", "Speculation")))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_both_runners_run_under_the_same_seccomp_filter_without_forced_speculation_mitigations():
+    """The candidate's runner refuses clone3 with a seccomp filter; the reference's runner runs under the same
+    filter, so that what a filter costs a system call, both sides pay. Neither gets the speculation mitigations a
+    kernel may force on filtered processes (they slowed a runner's own code: SECCOMP_FILTER_FLAG_SPEC_ALLOW)."""
+    candidate = _seccomp_state_after(lambda: limits.confine(limits.Access(writable=())))
+    reference = _seccomp_state_after(limits.protect)
+    for state in (candidate, reference):
+        assert state.get("Seccomp", "").strip() == "2", state  # filter mode
+        assert "force mitigated" not in state.get("Speculation_Store_Bypass", ""), state
+    assert candidate.get("Seccomp_filters") == reference.get("Seccomp_filters"), (candidate, reference)
