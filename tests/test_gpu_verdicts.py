@@ -28,6 +28,7 @@ PAIRS = {
     "breaks_context_in_trials.py": PROBLEMS / "axpy.py",
     "double_accumulation.py": PROBLEMS / "cancellation.py",
     "bindings_in_the_cuda_file.py": PROBLEMS / "axpy.py",
+    "raises_under_the_kernel_profiler.py": PROBLEMS / "axpy.py",
 }
 
 
@@ -59,6 +60,14 @@ def test_a_kernel_that_breaks_the_context_at_other_sizes_keeps_its_official_verd
     assert "illegal memory access" in result.sweep.first_failure, result.sweep
     assert "n=" in result.sweep.first_failure  # the configuration that failed
     assert "while done" not in result.message and result.speedup is not None
+
+
+def test_a_forward_that_raises_under_the_kernel_profiler_is_a_runtime_error_called_once(results):
+    """The runner profiles one call's kernels (library_only); the profiler says nothing of its own failures, but
+    the candidate's error is its verdict, not a reason to call the forward again unprofiled and pass."""
+    result = results["raises_under_the_kernel_profiler.py"]
+    assert result.status == Status.RUNTIME_ERROR, (result.status, result.message)
+    assert "refuses to run under the kernel profiler" in result.message, result.message
 
 
 def test_a_context_lost_in_the_trials_is_a_runtime_error_naming_the_phase(results):

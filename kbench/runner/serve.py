@@ -297,10 +297,7 @@ class Runner:
                 reply["ops"] = sorted(record_ops(lambda: returned.append(model(*arguments))))
                 output = returned[0]
             elif mode == "kernels":
-                from kbench.runner import kernels
-                returned = []  # one call, as in every mode: a forward that writes its inputs must not run twice
-                reply["library_only"] = kernels.library_only_message(lambda: returned.append(model(*arguments)))
-                output = returned[0] if returned else model(*arguments)  # the profiler may not have called it
+                output, reply["library_only"] = _profiled_once(model, arguments)
             else:
                 output = model(*arguments)
             synchronize(self.device)
@@ -353,6 +350,25 @@ class Runner:
         synchronize(self.device)
         self.pending = None
         return reply
+
+
+def _profiled_once(model, arguments: list) -> tuple[object, str | None]:
+    """One call under the kernel profiler: (its output, what kernels.library_only_message says of it). One call, as
+    in every mode: a forward that writes its inputs must not run twice; and the candidate's own error is raised as
+    it was, not swallowed with the profiler's (which says nothing when it fails) and the forward called again."""
+    from kbench.runner import kernels
+    returned, raised = [], []
+
+    def once():
+        try:
+            returned.append(model(*arguments))
+        except Exception as error:
+            raised.append(error)
+            raise
+    message = kernels.library_only_message(once)
+    if raised:
+        raise raised[0]
+    return (returned[0] if returned else model(*arguments)), message  # the profiler may not have called it
 
 
 class Namespaces:
