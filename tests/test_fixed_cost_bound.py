@@ -48,3 +48,21 @@ def test_a_fixed_cost_past_a_whole_batch_is_bounded_by_the_fastest_and_flagged(t
     assert bounded["compile"] is samples["compile"]  # timed with no fixed cost (the judge's own): left alone
     assert context.findings.flags == [flags.NOISY_TIMING]
     assert "read more than a whole batch" in context.findings.flag_messages[0]
+
+
+def test_the_resolution_is_the_runner_s_share_of_the_fixed_cost_not_the_judge_s_copies():
+    """A gain is unverified only within what a runner's handling of a batch could shift (verdicts.unverified_gain).
+    The judge's own copy of one slot is in the fixed cost but no runner makes it cheaper: for outputs of gigabytes it
+    was 3.0 of 3.2 ms per batch of one call (an H200), which read every gain under 47% of a 6.8 ms call as unverified."""
+    from kbench.judge.timed_sides import BatchPlan
+
+    large = BatchPlan(count=1, overhead_ms=3.24, copy_ms=0.0, estimate_ms=6.8, slot_copy_ms=3.0, handling_ms=0.15)
+    assert abs(large.resolution_ms - 0.24) < 1e-9
+    copies_only = BatchPlan(count=4, overhead_ms=0.7, copy_ms=0.0, estimate_ms=1.0, slot_copy_ms=0.68,
+                            handling_ms=0.2)
+    assert copies_only.resolution_ms == 0.2 / 4  # never below a batch of no calls
+    unmeasured = BatchPlan(count=10, overhead_ms=0.5, copy_ms=0.0, estimate_ms=1.0)
+    assert unmeasured.resolution_ms == 0.5 / 10  # the whole fixed cost where its parts were not measured
+    slow_handling = BatchPlan(count=2, overhead_ms=0.5, copy_ms=0.0, estimate_ms=1.0, slot_copy_ms=0.4,
+                              handling_ms=0.9)
+    assert slow_handling.resolution_ms == 0.5 / 2  # and never above the whole fixed cost

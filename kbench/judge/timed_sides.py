@@ -108,6 +108,8 @@ class BatchPlan:
     copy_ms: float               # the judge's copy of each further slot of the outputs, per call
     estimate_ms: float           # a call's time, first estimate (the faster of the two sides)
     limit: str = ""              # what held `count` below what the resolution asked for ("" when nothing did)
+    slot_copy_ms: float = 0.0    # the judge's copy of one slot of every output (part of overhead_ms)
+    handling_ms: float = 0.0     # a batch of no calls in the reference's runner: a runner's handling of a request
     candidate_ring: list | None = None   # each input set's buffers, in the candidate's runner's arenas
     reference_ring: list | None = None   # and in the reference's
 
@@ -117,15 +119,19 @@ class BatchPlan:
 
     @property
     def resolution_ms(self) -> float:
-        """What the judge's clock cannot tell apart from a call: its fixed cost per batch (which a runner's own
-        handling of a batch could shift by as much), spread over the batch's calls."""
-        return self.overhead_ms / self.count
+        """What the judge's clock cannot tell apart from a call: the part of its fixed cost per batch that a runner's
+        own handling of a batch could shift, spread over the batch's calls. That is the fixed cost less the judge's
+        own copy of one slot, which no runner makes cheaper (for large outputs it is most of the fixed cost), and
+        never less than a batch of no calls."""
+        runner_ms = max(self.overhead_ms - self.slot_copy_ms, min(self.handling_ms, self.overhead_ms))
+        return runner_ms / self.count
 
     def describe(self) -> str:
         held = f", held there by {self.limit}" if self.limit else ""
         return (f"batches of {self.count} call(s) (a call first estimated at {self.estimate_ms:.3g} ms; the judge's "
-                f"fixed cost {self.overhead_ms:.3g} ms per batch and its copy of the outputs {self.copy_ms:.3g} ms "
-                f"per further call, subtracted; resolution {self.resolution_ms:.3g} ms per call{held})")
+                f"fixed cost {self.overhead_ms:.3g} ms per batch, its own copy of one slot {self.slot_copy_ms:.3g} ms "
+                f"of it, and its copy of the outputs {self.copy_ms:.3g} ms per further call, subtracted; a batch of "
+                f"no calls {self.handling_ms:.3g} ms; resolution {self.resolution_ms:.3g} ms per call{held})")
 
 
 def plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context: Context) -> BatchPlan:
@@ -162,7 +168,8 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
     if plan.count > len(plan.reference_ring):
         _load_rings(plan, plan.count, rounds, timed_reference, candidate_model, output_bytes)
     rounds.count = plan.count  # the timing loop's rounds make that many sets
-    plan.copy_ms = _copy_ms(timed_reference, len(plan.reference_ring), context)
+    plan.slot_copy_ms, plan.copy_ms = _copies_ms(timed_reference, len(plan.reference_ring), context)
+    plan.handling_ms = empty_ms(timed_reference, context)
     print(f"kbench: judge's clock: {plan.describe()}", flush=True)  # the evaluation's log
     return plan
 
@@ -214,7 +221,7 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
     batch, what the timing loop does to the ring. Where the ring holds one input set (inputs too large for two), a
     batch of no calls and the judge's copy of one slot stand in for it."""
     if len(ring) < 2:
-        return empty_ms(timed_reference, context) + _copy_ms(timed_reference, 1, context)
+        return empty_ms(timed_reference, context) + _copies_ms(timed_reference, 1, context)[0]
     timed_reference.keep()
     sizes = (1, len(ring))
     sides = [runner_side(lambda count=count: timed_reference.run_batch(count, kept=True), refill, context,
@@ -238,19 +245,18 @@ def empty_ms(timed_reference, context: Context) -> float:
     return statistics.median(walls)
 
 
-def _copy_ms(timed_reference, slots: int, context: Context) -> float:
-    """The judge's own copy of one slot of every output (what each further call of a batch adds to its copy-out:
-    the slope of copies of one slot and of `slots`), timed with the candidate's runner stopped; with `slots` 1,
-    the copy of one slot itself."""
+def _copies_ms(timed_reference, slots: int, context: Context) -> tuple[float, float]:
+    """The judge's own copies of the outputs, timed with the candidate's runner stopped: (its copy of one slot of
+    every output, what each further slot adds: the slope of copies of one slot and of `slots`; 0 with `slots` 1)."""
     context.runner.pause()
     try:
         if context.quiet_gpu is not None:
             context.quiet_gpu.wait(context.findings)
         one = min(timed_reference.copy_ms(1) for _ in range(COPY_CALIBRATIONS))  # load only adds: the fastest
         if slots < 2:
-            return one
+            return one, 0.0
         many = min(timed_reference.copy_ms(slots) for _ in range(COPY_CALIBRATIONS))
-        return max(many - one, 0.0) / (slots - 1)
+        return one, max(many - one, 0.0) / (slots - 1)
     finally:
         context.runner.resume()
 
