@@ -156,3 +156,21 @@ def library_only_message(call: Callable[[], object]) -> str | None:
     when its own kernels did none or almost none of its GPU work; None when they did, or when it
     cannot tell (CPU device, profiler unavailable)."""
     return message(profile_kernels(call))
+
+
+def profiled_once(model, arguments: list) -> tuple[object, str | None]:
+    """One call under the kernel profiler: (its output, what library_only_message says of it). One call, as
+    in every mode: a forward that writes its inputs must not run twice; and the candidate's own error is raised as
+    it was, not swallowed with the profiler's (which says nothing when it fails) and the forward called again."""
+    returned, raised = [], []
+
+    def once():
+        try:
+            returned.append(model(*arguments))
+        except Exception as error:
+            raised.append(error)
+            raise
+    said = library_only_message(once)
+    if raised:
+        raise raised[0]
+    return (returned[0] if returned else model(*arguments)), said  # the profiler may not have called it

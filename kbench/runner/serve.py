@@ -18,7 +18,6 @@ it checks).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import socket
@@ -39,6 +38,7 @@ from kbench.processes import die_with_parent, open_files_to_the_limit, open_log,
 from kbench.runner import limits, wire
 from kbench.runner.arenas import RunnerArenas, aliasing, dtype_of
 from kbench.runner.batches import Ring, advance_versions, as_items, describe, is_plain, precision
+from kbench.runner.solution_side import Namespaces, OutputRecord, build_info, load_failure
 
 
 def main(argv: list[str]) -> int:
@@ -227,7 +227,7 @@ class Runner:
     def _load(self, message: dict) -> dict:
         from kbench.extensions.cache import BuildError, install_build_hooks
         from kbench.problem import load_module_in
-        record = (_OutputRecord if message.get("log_path") else BuildRecord)()
+        record = (OutputRecord if message.get("log_path") else BuildRecord)()
         record.on_change = lambda: wire.send(self.replies, {"event": "building", "building": record.building,
                                                             "since": record.building_since})
         # An evaluation's runner writes no build cache: what the build phase left there it loads as it is, and it
@@ -237,14 +237,14 @@ class Runner:
         try:
             self.solution = load_module_in(Path(message["solution"]), "kbench_solution", self._problem(message))
         except BuildError as error:
-            return _failure("compile_error", str(error), record)
+            return load_failure("compile_error", str(error), record)
         except (Exception, SystemExit) as error:
             traceback.print_exc()
-            return _failure("load_error", one_line(error), record)
+            return load_failure("load_error", one_line(error), record)
         if not isinstance(getattr(self.solution, "ModelNew", None), type):
-            return _failure("load_error", "the solution defines no ModelNew class", record)
+            return load_failure("load_error", "the solution defines no ModelNew class", record)
         self.namespaces = Namespaces(self.problem, self.solution)
-        return {"ok": True, "build": _build_info(record)}
+        return {"ok": True, "build": build_info(record)}
 
     def _build(self, message: dict) -> dict:
         from kbench.extensions.cache import BuildError
@@ -297,7 +297,8 @@ class Runner:
                 reply["ops"] = sorted(record_ops(lambda: returned.append(model(*arguments))))
                 output = returned[0]
             elif mode == "kernels":
-                output, reply["library_only"] = _profiled_once(model, arguments)
+                from kbench.runner import kernels
+                output, reply["library_only"] = kernels.profiled_once(model, arguments)
             else:
                 output = model(*arguments)
             synchronize(self.device)
@@ -350,76 +351,6 @@ class Runner:
         synchronize(self.device)
         self.pending = None
         return reply
-
-
-def _profiled_once(model, arguments: list) -> tuple[object, str | None]:
-    """One call under the kernel profiler: (its output, what kernels.library_only_message says of it). One call, as
-    in every mode: a forward that writes its inputs must not run twice; and the candidate's own error is raised as
-    it was, not swallowed with the profiler's (which says nothing when it fails) and the forward called again."""
-    from kbench.runner import kernels
-    returned, raised = [], []
-
-    def once():
-        try:
-            returned.append(model(*arguments))
-        except Exception as error:
-            raised.append(error)
-            raise
-    message = kernels.library_only_message(once)
-    if raised:
-        raise raised[0]
-    return (returned[0] if returned else model(*arguments)), message  # the profiler may not have called it
-
-
-class Namespaces:
-    """The problem's globals at the judge's sizes, in the runner's copy of the problem and in the solution's
-    namespace where it still holds the problem's value (a candidate may read `in_channels`, as in
-    KernelBench, where it runs in the reference's namespace)."""
-
-    def __init__(self, problem, solution):
-        self.problem, self.solution = problem, solution
-        self.official = dict(vars(problem))
-        self.active = contextlib.ExitStack()
-        self.written: dict[str, object] = {}   # what set() wrote into the solution's namespace
-
-    def set(self, overrides: dict) -> None:
-        from kbench.problem import overridden
-        namespace = vars(self.solution)
-        for name, value in self.written.items():
-            if namespace.get(name) is value:
-                namespace[name] = self.official[name]
-        self.written = {}
-        self.active.close()
-        self.active = contextlib.ExitStack()
-        self.active.enter_context(overridden(self.problem, overrides))
-        for name, official in self.official.items():
-            now = vars(self.problem).get(name)
-            if now is not official and namespace.get(name) is official:
-                namespace[name] = self.written[name] = now
-
-
-class _OutputRecord(BuildRecord):
-    """A build record that reads what the builds wrote to the job's log from this process's standard output (the
-    log's descriptor, which the judge opened for reading too): a confined runner may not open the log by its path."""
-
-    def log_size(self) -> int:
-        return os.fstat(1).st_size
-
-    def log_since(self, offset: int) -> str:
-        _flush()
-        try:
-            return os.pread(1, max(self.log_size() - offset, 0), offset).decode("utf-8", errors="replace")
-        except OSError:  # not readable (a log opened for writing only)
-            return ""
-
-
-def _failure(status: str, message: str, record) -> dict:
-    return {"failure": {"status": status, "message": message}, "build": _build_info(record)}
-
-
-def _build_info(record) -> dict:
-    return {"seconds": record.seconds if record.any else None, "reused": record.all_reused,
-            "extensions": len(record.folders)}
 
 
 def _take_output(commands: int) -> None:
