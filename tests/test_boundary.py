@@ -22,7 +22,7 @@ from kbench.judge.remote import begin_stand_in
 from kbench.judge.remote_process import RunnerDied, RunnerProcess
 from kbench.results import Status
 from kbench.schedule.child import evaluate
-from kbench.runner import limits, wire
+from kbench.runner import landlock, limits, wire
 
 from conftest import FIXTURES, PROBLEMS
 
@@ -109,7 +109,7 @@ def test_the_reference_s_own_code_reads_even_beside_a_busy_process_or_is_flagged
     assert 1 / 1.5 < result.speedup < 1.5 or flags.NOISY_TIMING in result.flags, (result.speedup, result.message)
 
 
-@pytest.mark.skipif(not limits.signals_scoped_here(), reason="needs Landlock ABI 6 (signal scopes)")
+@pytest.mark.skipif(not landlock.signals_scoped_here(), reason="needs Landlock ABI 6 (signal scopes)")
 def test_the_runner_cannot_signal_the_judge_nor_the_reference_s_runner(config):
     result = evaluate(AXPY, BOUNDARY / "signal_out.py", config)
     assert result.status == Status.CORRECT, result.message  # it answers wrong when a signal got out
@@ -140,7 +140,7 @@ def test_precision_is_judged_on_every_trial_not_the_first(config):
 
 
 def test_the_runner_can_neither_write_outside_its_folders_nor_read_the_judge_s_memory_from_any_thread(config):
-    from kbench.runner.limits import landlock_available
+    from kbench.runner.landlock import landlock_available
     result = evaluate(AXPY, BOUNDARY / "escape.py", config)
     assert result.status == Status.LOAD_ERROR
     assert "judge-memory:denied" in result.message, result.message

@@ -15,7 +15,7 @@ import torch
 from kbench.config import RunConfig
 from kbench.judge.remote_process import RunnerProcess
 from kbench.results import Status
-from kbench.runner import limits
+from kbench.runner import landlock, limits
 from kbench.schedule.child import evaluate
 
 from conftest import FIXTURES, PROBLEMS
@@ -23,7 +23,7 @@ from conftest import FIXTURES, PROBLEMS
 CONFINEMENT = FIXTURES / "confinement"
 AXPY = PROBLEMS / "axpy.py"
 
-needs_landlock = pytest.mark.skipif(not limits.landlock_available(), reason="needs Landlock")
+needs_landlock = pytest.mark.skipif(not landlock.landlock_available(), reason="needs Landlock")
 
 
 @pytest.fixture()
@@ -154,7 +154,7 @@ def test_both_runners_run_under_the_same_seccomp_filter_without_forced_speculati
     """The candidate's runner refuses clone3 with a seccomp filter; the reference's runner runs under the same
     filter, so that what a filter costs a system call, both sides pay. Neither gets the speculation mitigations a
     kernel may force on filtered processes (they slowed a runner's own code: SECCOMP_FILTER_FLAG_SPEC_ALLOW)."""
-    candidate = _seccomp_state_after(lambda: limits.confine(limits.Access(writable=())))
+    candidate = _seccomp_state_after(lambda: limits.confine(landlock.Access(writable=())))
     reference = _seccomp_state_after(limits.protect)
     for state in (candidate, reference):
         assert state.get("Seccomp", "").strip() == "2", state  # filter mode

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from kbench.runner.limits import READS_VARIABLE
+from kbench.runner.landlock import READS_VARIABLE
 from kbench.schedule.forkserver import ForkedWorker
 from kbench.processes import kill_session
 from kbench.schedule.pool import worker_pool

@@ -32,7 +32,8 @@ from kbench.freezer import Freezer
 from kbench.processes import WORK_VARIABLE, children_of, is_subreaper, kill_session, signal_name, stat_fields
 from kbench.runner import wire
 from kbench.runner.arenas import JudgeArenas
-from kbench.runner.limits import OWN_FOLDERS_VARIABLE, READABLE_VARIABLE, READS_VARIABLE, SHM_VARIABLE, private_shm
+from kbench.runner.landlock import OWN_FOLDERS_VARIABLE, READABLE_VARIABLE, READS_VARIABLE, SHM_VARIABLE
+from kbench.runner.limits import private_shm
 from kbench.judge.runner_start import PROFILER_TEARDOWN, runner_environment, start_runner
 
 

@@ -7,9 +7,9 @@ own clocks are never read. The per-call time is that wall time, less the judge's
 on the reference's runner, which runs no candidate code, as the intercept of batches of calls that cost nothing:
 fixed_cost; and the judge's copy of each further slot, measured with the runners idle), divided by `count`.
 `count` is chosen (plan_batches) so that the fixed cost, spread over the calls, is about 1% of a call or 1 us,
-whichever is larger, as far as the ring's memory, the batch's length and the cost of fresh inputs allow. The candidate (in its runner), the reference and PyTorch's-defaults baseline (in the
-reference's runner) and the torch.compile baseline (in the judge) are batched alike, with the same `count` and
-the same contents."""
+whichever is larger, as far as the ring's memory, the batch's length and the cost of fresh inputs allow. The
+candidate (in its runner), the reference and PyTorch's-defaults baseline (in the reference's runner) and the
+torch.compile baseline (in the judge) are batched alike, with the same `count` and the same contents."""
 
 from __future__ import annotations
 
@@ -216,10 +216,11 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
     many as the ring holds (CALIBRATION_CALLS at most) in the reference's runner, each timed as the timing loop
     times it (its ring refilled, the candidate's runner stopped, L2 flushed), whose calls return the reference's
     outputs kept from one real call (RemoteModel.keep) and so cost nothing but their copies: no model's own
-    first-call work counts as the fixed cost, which a faster candidate would then be timed below. It holds all a batch does once, wherever it happens: the request and the
-    reply, the synchronisations, the first call's handling, the judge's copy of one slot. `refill`: before each
-    batch, what the timing loop does to the ring. Where the ring holds one input set (inputs too large for two), a
-    batch of no calls and the judge's copy of one slot stand in for it."""
+    first-call work counts as the fixed cost, which a faster candidate would then be timed below. It holds all a
+    batch does once, wherever it happens: the request and the reply, the synchronisations, the first call's
+    handling, the judge's copy of one slot. `refill`: before each batch, what the timing loop does to the ring.
+    Where the ring holds one input set (inputs too large for two), a batch of no calls and the judge's copy of one
+    slot stand in for it."""
     if len(ring) < 2:
         return empty_ms(timed_reference, context) + _copies_ms(timed_reference, 1, context)[0]
     timed_reference.keep()

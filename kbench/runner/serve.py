@@ -35,7 +35,7 @@ from kbench.layouts import nbytes
 from kbench.loading import model_dtype, release_cached_memory, synchronize, warm_cuda_libraries
 from kbench.op_recording import record_ops
 from kbench.processes import die_with_parent, open_files_to_the_limit, open_log, output_to
-from kbench.runner import limits, wire
+from kbench.runner import landlock, limits, wire
 from kbench.runner.arenas import RunnerArenas, aliasing, dtype_of
 from kbench.runner.batches import Ring, advance_versions, as_items, describe, is_plain, precision
 from kbench.runner.solution_side import Namespaces, OutputRecord, build_info, load_failure
@@ -201,7 +201,7 @@ class Runner:
     def confine_and_warm_up(self) -> None:
         """An evaluation's runner, at its start: confined to its own folders (the judge names them in its
         environment), then warmed up, while the judge waits for a job."""
-        self.notes = limits.confine(limits.Access.from_environment(gpu=self.device.type == "cuda"))
+        self.notes = limits.confine(landlock.Access.from_environment(gpu=self.device.type == "cuda"))
         try:
             _warm_up(self.device, for_candidate=True)
         except Exception as error:
@@ -218,7 +218,7 @@ class Runner:
         os.environ.update({name: str(value) for name, value in (message.get("environment") or {}).items()
                            if name in ("CXX", "PYTORCH_NVCC")})
         if self.build_only:  # an evaluation's runner confined itself at its start
-            self.notes = limits.confine(limits.Access.from_environment(
+            self.notes = limits.confine(landlock.Access.from_environment(
                 writable=message["writable"], readable=message.get("readable") or ()))  # and no CUDA context
         if self.start_failure:
             return {"failure": {"status": "runtime_error", "message": self.start_failure}}
