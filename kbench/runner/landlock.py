@@ -29,11 +29,6 @@ READABLE_VARIABLE = "KBENCH_RUNNER_READABLE"
 SHM_VARIABLE = "KBENCH_RUNNER_SHM"
 READS_VARIABLE = "KBENCH_RUNNER_READS"
 
-_SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every architecture (Linux 5.13's common table)
-_SYS_LANDLOCK_RESTRICT_SELF = 446
-_LANDLOCK_CREATE_RULESET_VERSION = 1
-_LANDLOCK_SCOPE_SIGNAL = 1 << 1
-
 
 def _libc():
     return ctypes.CDLL(None, use_errno=True)
@@ -74,8 +69,12 @@ _REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 _READING = _EXECUTE | _READ_FILE | _READ_DIR
 _FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE | _IOCTL_DEV  # all a rule on a file may hold
 _DEVICE_RIGHTS = _READ_FILE | _WRITE_FILE | _IOCTL_DEV
+_SYS_LANDLOCK_CREATE_RULESET = 444  # the same numbers on every architecture (Linux 5.13's common table)
 _SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
+_LANDLOCK_SCOPE_SIGNAL = 1 << 1
 # What every process reads: the system's programs, libraries and settings, /sys (CUDA's driver and the CPU's
 # description). Not /home, /root, /tmp, /var, /run, /srv, /mnt, /media: where solutions, results and caches live.
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/sys")
