@@ -58,6 +58,23 @@ def test_correct_result_carries_check_numbers_and_timings(cpu_config):
     assert result.build_s is not None
 
 
+def test_the_judge_s_clock_line_names_the_parts_of_its_resolution(cpu_config):
+    """The evaluation's log gives the plan of the batches (timed_sides.plan_batches): the fixed cost, the judge's own
+    copy of one slot within it, a batch of no calls, and the resolution the unverified_time flag uses, which is the
+    runner's share of the fixed cost: measured, not left at the whole fixed cost."""
+    import re
+
+    log = Path(judged(cpu_config, "axpy/correct.py").log_path).read_text()
+    line = next(line for line in log.splitlines() if "kbench: judge's clock: batches of" in line)
+    number = r"([0-9.e+-]+)"
+    count = int(re.search(r"batches of (\d+) call", line).group(1))
+    fixed, slot, empty, resolution = (float(re.search(pattern, line).group(1)) for pattern in (
+        rf"fixed cost {number} ms per batch", rf"own copy of one slot {number} ms", rf"a batch of no calls {number} ms",
+        rf"resolution {number} ms per call"))
+    assert 0 < slot < fixed and empty > 0, line
+    assert resolution * count == pytest.approx(max(fixed - slot, min(empty, fixed)), rel=0.01, abs=1e-6), line
+
+
 def phase_seconds(result) -> dict[str, float]:
     seconds = {}
     for entry in result.phase_s.split("; "):
