@@ -5,6 +5,7 @@ imports nothing of kbench."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -175,3 +176,46 @@ def open_files_to_the_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         except (ValueError, OSError):
             pass
+
+
+def current_cpu() -> int | None:
+    """The CPU this process last ran on (field 39 of /proc/self/stat); None where it cannot be read."""
+    fields = stat_fields(os.getpid())
+    return int(fields[36]) if len(fields) > 36 else None
+
+
+@contextlib.contextmanager
+def on_one_cpu(pids: list[int]):
+    """This process and `pids` on the CPU this process is on, for the length of the block, then back to the CPUs
+    each had (where it still runs). Processes that take turns, never running at once, lose nothing by it, and meet
+    the same neighbours: load that slows one CPU and not another then slows all of them alike. Yields the CPU, or
+    None where affinities cannot be set (not Linux, or a process refused)."""
+    cpu, before = _pin([os.getpid(), *pids])
+    try:
+        yield cpu
+    finally:
+        _restore(before)
+
+
+def _pin(pids: list[int]) -> tuple[int | None, dict[int, set[int]]]:
+    """(the CPU, each process's CPUs before), or (None, {}) where they could not all be pinned."""
+    cpu = current_cpu() if hasattr(os, "sched_setaffinity") else None
+    before: dict[int, set[int]] = {}
+    if cpu is None:
+        return None, before
+    try:
+        for pid in pids:
+            before[pid] = os.sched_getaffinity(pid)
+            os.sched_setaffinity(pid, {cpu})
+    except OSError:  # a process gone, or a CPU this one may not use: none pinned
+        _restore(before)
+        return None, {}
+    return cpu, before
+
+
+def _restore(affinities: dict[int, set[int]]) -> None:
+    for pid, cpus in affinities.items():
+        try:
+            os.sched_setaffinity(pid, cpus)
+        except OSError:
+            pass  # it ended meanwhile

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import time
 from dataclasses import replace
@@ -62,8 +64,6 @@ def test_the_judge_s_clock_line_names_the_parts_of_its_resolution(cpu_config):
     """The evaluation's log gives the plan of the batches (timed_sides.plan_batches): the fixed cost, the judge's own
     copy of one slot within it, a batch of no calls, and the resolution the unverified_time flag uses, which is the
     runner's share of the fixed cost: measured, not left at the whole fixed cost."""
-    import re
-
     log = Path(judged(cpu_config, "axpy/correct.py").log_path).read_text()
     line = next(line for line in log.splitlines() if "kbench: judge's clock: batches of" in line)
     number = r"([0-9.e+-]+)"
@@ -96,8 +96,6 @@ def test_a_result_is_taken_when_written_and_the_next_judge_s_marker_comes_once_r
         cpu_config, tmp_path):
     """kbench goes on once the judge has written its verdict; the marker the next judge on the device waits for
     appears only once the candidate's runner (here, one whose load error names its process) and the judge are gone."""
-    import re
-
     from kbench.processes import alive
     from kbench.schedule.pool import worker_pool
 
@@ -378,6 +376,39 @@ def test_waiting_workers_serve_only_the_gpus_visible_when_they_started(cpu_confi
     log = Path(result.log_path).read_text()
     assert {part.split(";")[0] for part in log.split("VISIBLE=")[1:]} == {"0"}
     pool.stop_waiting()
+
+
+AFFINITY_PRINT = """
+        import os
+        cpus = sorted(os.sched_getaffinity(0))
+        if cpus != getattr(self, "last_cpus", None):
+            self.last_cpus = cpus
+            print(f"{WHO} pid={os.getpid()} cpus={cpus}", flush=True)
+"""
+
+
+def test_on_a_cpu_the_judge_and_both_runners_are_timed_on_one_cpu(cpu_config, tmp_path):
+    """measure._taking_turns_on_one_cpu: while timing, the judge and both runners share one CPU (they take turns), so
+    a busy neighbour on one CPU slows both sides alike. The reference's Model and the candidate say where they run."""
+    problem = tmp_path / "axpy.py"
+    problem.write_text(AXPY.read_text().replace(
+        "        return self.alpha * x + y", AFFINITY_PRINT.replace("{WHO}", "MODEL") + "        return self.alpha * x + y"))
+    solution = tmp_path / "solution.py"
+    solution.write_text((SOLUTIONS / "axpy/correct_plain.py").read_text().replace(
+        "        return torch.add(", AFFINITY_PRINT.replace("{WHO}", "CANDIDATE") + "        return torch.add("))
+    result = evaluate(problem, solution, replace(cpu_config, sweep=0))
+    assert result.status == Status.CORRECT, result.message
+    log = Path(result.log_path).read_text()
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU here: nothing to pin")
+    cpu = int(re.search(r"kbench: timing on CPU (\d+): the judge and both runners", log).group(1))
+    timed = log[log.index("kbench: timing on CPU"):]
+    candidate = set(re.findall(r"CANDIDATE pid=(\d+) cpus=\[(\d+)\]", timed))
+    model = set(re.findall(r"MODEL pid=(\d+) cpus=\[(\d+)\]", timed))
+    assert {int(cpus) for _, cpus in candidate} == {cpu}, candidate  # the candidate's runner
+    assert {int(cpus) for _, cpus in model} == {cpu} and len(model) >= 1, model  # the reference's runner
+    before = log[:log.index("kbench: timing on CPU")]
+    assert re.search(r"CANDIDATE pid=\d+ cpus=\[\d+(, \d+)+\]", before), "the runner had every CPU before"
 
 
 def test_baselines_pytorch_defaults_and_compile_are_timed_in_the_same_rounds(cpu_config):

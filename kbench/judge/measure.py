@@ -4,6 +4,7 @@ into a TimingRecord. Every side is timed alike, by the judge's own clock around 
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from dataclasses import dataclass
 from typing import Callable
@@ -20,6 +21,7 @@ from kbench.results import ClockRecord, Timing
 from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, fixed_cost,
                                       output_sizes, plan_batches, rebased, ring_room, runner_side)
 from kbench.judge.trials import TrialsResult
+from kbench.processes import on_one_cpu
 
 
 @dataclass(frozen=True)
@@ -48,12 +50,13 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     l2 = timing.CudaEventTimer(device) if device.type == "cuda" else None
     flush = _flush(l2, device)
     try:
-        plan = plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context)
-        compiled = compiled_reference(reference_model, rounds.sets[0], context) if "compile" in config.baselines \
-            else None
-        sides = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, compiled)
-        samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == 1 else 1)
-        samples = _fixed_cost_bounded(samples, sides, plan.fixed_ms, context)
+        with _taking_turns_on_one_cpu(context):
+            plan = plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context)
+            compiled = compiled_reference(reference_model, rounds.sets[0], context) \
+                if "compile" in config.baselines else None
+            sides = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, compiled)
+            samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == 1 else 1)
+            samples = _fixed_cost_bounded(samples, sides, plan.fixed_ms, context)
     except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:
@@ -125,6 +128,22 @@ def time_alone(timed_reference, make_inputs, context: Context) -> Timing:
     except Exception as error:
         raise Stop(Evidence(Party.REFERENCE, Kind.RAISED, f"reference failed while timed alone: {one_line(error)}"))
     return Timing(tuple(samples.ms), BatchTimer.name, tuple(samples.others_cpu_ms))
+
+
+@contextlib.contextmanager
+def _taking_turns_on_one_cpu(context: Context):
+    """On a CPU: the judge and both runners on one CPU while they are timed. They take turns (each runner computes
+    while the judge waits, the candidate's stopped while the reference runs), so nothing runs slower for it; and a
+    busy neighbour on one CPU, which slows a runner per second of its CPU time without taking its share of the CPU
+    (the reference's own code as the candidate read 1.7x beside a busy process on a 2-core machine, each runner on
+    a CPU about 60% of its batches' time), slows both sides alike."""
+    if context.device.type != "cpu" or context.runner is None or context.reference_runner is None:
+        yield
+        return
+    with on_one_cpu([context.runner.process.pid, context.reference_runner.process.pid]) as cpu:
+        print(f"kbench: timing on CPU {cpu}: the judge and both runners" if cpu is not None else
+              "kbench: timing on the CPUs each process had (they could not be pinned to one)", flush=True)
+        yield
 
 
 def _flush(l2, device) -> Callable[[], None]:
