@@ -156,11 +156,16 @@ def open_log(path: str) -> int:
     return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
 
 
+def flush_output() -> None:
+    """What this process printed, written out to its stdout and stderr now."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
 def output_to(descriptor: int) -> None:
     """This process's stdout and stderr (and those of the processes it starts from now on) to `descriptor`, which
     is closed then."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    flush_output()
     os.dup2(descriptor, 1)
     os.dup2(descriptor, 2)
     os.close(descriptor)

@@ -137,7 +137,7 @@ def _taking_turns_on_one_cpu(context: Context):
     busy neighbour on one CPU, which slows a runner per second of its CPU time without taking its share of the CPU
     (the reference's own code as the candidate read 1.7x beside a busy process on a 2-core machine, each runner on
     a CPU about 60% of its batches' time), slows both sides alike."""
-    if context.device.type != "cpu" or context.runner is None or context.reference_runner is None:
+    if context.device.type != "cpu":
         yield
         return
     with on_one_cpu([context.runner.process.pid, context.reference_runner.process.pid]) as cpu:

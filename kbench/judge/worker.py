@@ -24,7 +24,8 @@ from kbench.judge import evaluation
 from kbench.schedule.job import Job, write_json_atomic
 from kbench.judge.progress import Progress
 from kbench.judge.remote_process import Runners
-from kbench.processes import PARENT_REAPS_VARIABLE, die_with_parent, open_files_to_the_limit, open_log, output_to
+from kbench.processes import (PARENT_REAPS_VARIABLE, die_with_parent, flush_output, open_files_to_the_limit, open_log,
+                              output_to)
 from kbench.loading import release_cached_memory, warm_cuda_libraries
 from kbench.op_recording import prime_op_recording
 from kbench.results import Outcome
@@ -74,8 +75,7 @@ def main(argv: list[str]) -> int:
     if os.environ.get(PARENT_REAPS_VARIABLE) != "1":
         release_cached_memory(torch.device(job.device))
         runners.stop()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    flush_output()
     os._exit(0)
 
 

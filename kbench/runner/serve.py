@@ -34,7 +34,7 @@ from kbench.failures import one_line
 from kbench.layouts import nbytes
 from kbench.loading import model_dtype, release_cached_memory, synchronize, warm_cuda_libraries
 from kbench.op_recording import record_ops
-from kbench.processes import die_with_parent, open_files_to_the_limit, open_log, output_to
+from kbench.processes import die_with_parent, flush_output, open_files_to_the_limit, open_log, output_to
 from kbench.runner import landlock, limits, wire
 from kbench.runner.arenas import RunnerArenas, aliasing, dtype_of
 from kbench.runner.batches import Ring, advance_versions, as_items, describe, is_plain, precision
@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
         except Exception as error:  # a fault of ours or the candidate's: say it, and go on
             traceback.print_exc()
             reply = {"failure": {"status": "runtime_error", "message": one_line(error)}}
-        _flush()
+        flush_output()
         wire.send(replies, reply)
 
 
@@ -375,12 +375,6 @@ def _received_descriptors(commands: int, count: int) -> list[int]:
     finally:
         channel.detach()
     return descriptors
-
-
-def _flush() -> None:
-    sys.stdout.flush()
-    sys.stderr.flush()
-
 
 
 if __name__ == "__main__":

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 
 from kbench.extensions.cache import BuildRecord
+from kbench.processes import flush_output
 
 
 class Namespaces:
@@ -45,8 +45,7 @@ class OutputRecord(BuildRecord):
         return os.fstat(1).st_size
 
     def log_since(self, offset: int) -> str:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        flush_output()
         try:
             return os.pread(1, max(self.log_size() - offset, 0), offset).decode("utf-8", errors="replace")
         except OSError:  # not readable (a log opened for writing only)
