@@ -4,6 +4,7 @@ Each fixture is described in tests/fixtures/boundary/README.md."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import subprocess
@@ -18,11 +19,13 @@ import torch
 
 from kbench import flags
 from kbench.config import RunConfig
+from kbench.judge import remote
 from kbench.judge.remote import begin_stand_in
 from kbench.judge.remote_process import RunnerDied, RunnerProcess
 from kbench.results import Status
 from kbench.schedule.child import evaluate
 from kbench.runner import landlock, limits, wire
+from kbench.runner.held import HoldUnusable
 
 from conftest import FIXTURES, PROBLEMS
 
@@ -342,6 +345,51 @@ def get_init_inputs():
 def test_a_malformed_reply_is_a_protocol_error(reply):
     with pytest.raises(wire.ProtocolError):
         wire.CallReply.from_wire(reply)
+
+
+HANDLE = base64.b64encode(bytes(range(64))).decode()
+
+
+@pytest.mark.parametrize("held", [
+    "no", {"handles": ["not base64!"], "calls": []}, {"handles": [base64.b64encode(b"short").decode()], "calls": []},
+    {"handles": [HANDLE], "calls": [[[1, 0, [1], 0]]]}, {"handles": [HANDLE], "calls": [[[0, -256, [1], 0]]]},
+    {"handles": [HANDLE], "calls": [[[0, 0, [-1], 0]]]}, {"handles": [HANDLE], "calls": [[[0, 0, [1]]]]},
+    {"handles": [HANDLE], "calls": [[[0, 0, [1] * 65, 0]]]},
+])
+def test_held_outputs_the_judge_cannot_read_are_a_protocol_error(held):
+    """A batch's held outputs (runner/held.py) name handles the batch sent and places in them counted from 0: the
+    judge reads nothing before it has checked them."""
+    with pytest.raises(wire.ProtocolError):
+        wire.CallReply.from_wire({"outputs": [], "held": held})
+
+
+def test_held_outputs_are_read_back_as_the_runner_named_them():
+    reply = wire.CallReply.from_wire({"outputs": [], "held": {"handles": [HANDLE],
+                                                              "calls": [[[0, 512, [3, 1], 2]], [None]]}})
+    assert reply.held.handles == (bytes(range(64)),)
+    assert reply.held.calls == ((wire.HeldRef(0, 512, (3, 1), 2),), (None,))
+
+
+@pytest.mark.parametrize("spans, overlapping", [
+    ([(b"a", 0, 100), (b"a", 100, 200), (b"b", 50, 150)], False),
+    ([(b"a", 0, 1000), (b"a", 100, 200), (b"a", 300, 400)], True),  # within one: an earlier call's, overwritten
+    ([(b"a", 300, 400), (b"a", 0, 301)], True),
+])
+def test_two_calls_outputs_in_the_same_memory_are_told_apart_from_neighbours(spans, overlapping):
+    assert remote._overlapping(spans) is overlapping
+
+
+def test_a_batch_whose_outputs_are_not_all_held_is_read_from_the_slots_or_not_at_all(runner):
+    """Held outputs are a GPU's (CUDA IPC): on a CPU the runner holds none, and a batch asked to hold them, which
+    names no place for them, is refused (HoldUnusable: measure.py times again with copies), never half read."""
+    model = stand_in(runner, PROBLEMS / "minmax.py")
+    sets = [[torch.rand(4, 9)] for _ in range(2)]
+    model.load_ring(sets, [4 * 4, 4 * 4])
+    with pytest.raises(HoldUnusable, match="places for 0 of 2"):
+        model.run_batch(2, hold=True)
+    assert model.last.held == wire.HeldOutputs()
+    outputs = model.run_batch(2)
+    assert torch.equal(outputs.call(1)[0], sets[1][0].amin(-1))
 
 
 def test_a_status_a_runner_cannot_claim_reads_as_a_load_error():

@@ -287,3 +287,54 @@ def test_every_thread_of_the_candidate_s_runner_is_confined_on_a_gpu(tmp_path):
     assert "threads:all-confined" in result.message, result.message
     assert "judge-memory:denied" in result.message, result.message
     assert "thread-name:writable" in result.message, result.message  # the driver's threads name themselves
+
+
+RELU_MEDIUM = REPO / "bench" / "workloads" / "problems" / "relu_medium.py"
+GPU_FIXTURES = REPO / "tests" / "fixtures" / "gpu"
+HELD = "outputs read where the calls left them"
+COPIED = "timing again with outputs copied into the ring's slots"
+
+
+@pytest.fixture(scope="module")
+def held_results(gpu_cache_dir):
+    config = RunConfig(device="cuda", cache_dir=gpu_cache_dir, time_budget_s=2.0, sweep=0)
+    pairs = {"own_ops": (RELU_MEDIUM, REPO / "bench" / "workloads" / "solutions" / "relu_medium.py"),
+             "graph_replay": (RELU_MEDIUM, GPU_FIXTURES / "graph_replay.py"),
+             "unopenable_handles": (RELU_MEDIUM, BOUNDARY_GPU / "unopenable_handles.py"),
+             "held_elsewhere": (RELU_MEDIUM, BOUNDARY_GPU / "held_elsewhere.py"),
+             "stale_in_batch": (REPO / "tests" / "fixtures" / "problems" / "axpy.py",
+                                REPO / "tests" / "fixtures" / "boundary" / "stale_in_batch.py")}
+    results = run_pairs(list(pairs.values()), config, devices=["cuda:0"])
+    return {name: (result, Path(result.log_path).read_text(errors="replace")) for name, result in zip(pairs, results)}
+
+
+def test_outputs_are_read_where_the_calls_left_them(held_results):
+    """No runner copy of an output is timed (runner/held.py): the reference's own ReLU as the candidate is timed with
+    its outputs held, on both sides, at a speedup of 1."""
+    result, log = held_results["own_ops"]
+    assert result.status == Status.CORRECT, result.message
+    assert f"outputs {HELD}" in log and COPIED not in log, log[-2000:]
+    assert 0.97 <= result.speedup <= 1.03, result.speedup
+
+
+def test_outputs_a_later_call_overwrites_are_timed_with_copies_and_stay_correct(held_results):
+    """An honest CUDA graph replay returns the same static output every call: the judge sees two calls' outputs in
+    the same memory and times every side again with copies; correct, no rejecting flag."""
+    result, log = held_results["graph_replay"]
+    assert result.status == Status.CORRECT, result.message
+    assert COPIED in log and "share memory" in log, log[-2000:]
+
+
+def test_handles_that_do_not_open_send_the_timing_back_to_copies(held_results):
+    result, log = held_results["unopenable_handles"]
+    assert result.status == Status.CORRECT, result.message
+    assert COPIED in log and "does not open" in log, log[-2000:]
+    assert 0.95 <= result.speedup <= 1.05, result.speedup
+
+
+@pytest.mark.parametrize("name", ["held_elsewhere", "stale_in_batch"])
+def test_outputs_named_where_they_are_not_or_remembered_are_stale(held_results, name):
+    """A runner that names places that do not hold its calls' outputs, or returns an earlier call's output, gains
+    nothing from held outputs: the check fails where they are held and again on copies."""
+    result, _ = held_results[name]
+    assert result.status == Status.REJECTED and "stale_output" in result.flags, (result.status, result.message)

@@ -108,7 +108,7 @@ def _stages(job: Job, context: Context, finish) -> Outcome:
         with overridden(problem_module, overrides):
             reference = reference_first(job, problem_module, context)
             if config.time:
-                reference.timed, reference.alone = reference_in_runner(job, reference, context)
+                reference.timed, reference.alone, reference.alone_held = reference_in_runner(job, reference, context)
             call_s = reference_call_s(reference, context)
             progress.limit_run(call_s, config)
             context.runner.answer_limit = answer_limit(call_s, config)
@@ -219,7 +219,7 @@ def _official_verdict(reference: Reference, context: Context) -> Outcome:
         del candidate  # with its copies of timed outputs, before the next instance is built
     result = trials.finish()
     if timed and reference.alone:
-        check_slowed_reference(reference, timed.reference_timing, context)
+        check_slowed_reference(reference, timed, context)
     return context.findings.outcome(Evidence(Party.CANDIDATE, Kind.PASSED, context.findings.message),
                                     check=result.check, reference_alone=reference.alone,
                                     **(timed.fields() if timed else {}))

@@ -23,6 +23,7 @@ from kbench.loading import synchronize
 from kbench.judge.progress import Context
 from kbench.failures import Evidence, Kind, Party, Stop
 from kbench.runner.arenas import refill
+from kbench.runner.held import HoldUnusable
 from kbench.judge.trials import ask_truth
 
 # Timed outputs up to this size are checked in every call; larger ones in a random share of a batch's calls.
@@ -39,6 +40,7 @@ class FreshRounds:
         self.reference_model = reference_model
         self.context = context
         self.fresh = context.config.guards  # without guards: one round of contents, nothing checked
+        self.hold = False          # the batches' outputs are read where the calls left them (runner/held.py)
         # Unpredictable to the candidate: it cannot know the contents, nor which calls are checked.
         self.random = random.Random(int.from_bytes(os.urandom(8), "little"))
         self.generate_s = 0.0      # seconds spent making contents (untimed, but overhead)
@@ -115,6 +117,9 @@ class FreshRounds:
                             self.context)
         if verdict is not None and verdict.candidate_passed:
             return  # more accurate than the float32 reference on these contents, not wrong
+        if self.hold:  # memory a later call may have overwritten: the check is made again on copies
+            raise HoldUnusable(f"call {index} of timed batch {self.batches}, read where the call left it, was wrong "
+                               f"for its inputs: {outcome.mismatch}")
         findings = self.context.findings
         findings.flag(flags.STALE_OUTPUT, f"call {index} of timed batch {self.batches} returned a wrong output for "
                                           f"its inputs (memoised or skipped work): {outcome.mismatch}")

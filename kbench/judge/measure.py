@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
 
-from kbench import flags, stats, verdicts
+from kbench import flags, policy, stats, verdicts
 from kbench.judge import guards, timing
 from kbench.judge.fresh import FreshRounds
 from kbench.failures import Evidence, Kind, Party, Stop, one_line
 from kbench.judge.progress import Context
 from kbench.judge.remote_process import RunnerDied
+from kbench.runner.held import HoldUnusable
 from kbench.results import ClockRecord, Timing
 from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, fixed_cost,
                                       output_sizes, plan_batches, rebased, ring_room, runner_side)
@@ -32,6 +33,8 @@ class TimingRecord:
     candidate_timing: Timing
     baselines: tuple[tuple[str, Timing], ...]
     clocks: ClockRecord | None
+    held: bool = False         # the batches' outputs were read where the calls left them (else copied into slots)
+    slot_copy_ms: float = 0.0  # the judge's copy of one call's outputs (what a runner's copy of them costs)
 
     def fields(self) -> dict:
         return {"reference_timing": self.reference_timing, "candidate_timing": self.candidate_timing,
@@ -49,18 +52,29 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     rounds = FreshRounds(make_inputs, reference_model, trials.output_bytes, context)
     l2 = timing.CudaEventTimer(device) if device.type == "cuda" else None
     flush = _flush(l2, device)
+    compiled = None
     try:
         with _taking_turns_on_one_cpu(context):
-            plan = plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context)
-            compiled = compiled_reference(reference_model, rounds.sets[0], context) \
-                if "compile" in config.baselines else None
-            sides = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, compiled)
-            samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == 1 else 1)
-            samples = _fixed_cost_bounded(samples, sides, plan.fixed_ms, context)
+            for hold in _output_modes(device):
+                rounds.hold = hold
+                try:
+                    plan = plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context,
+                                        hold)
+                    if compiled is None and "compile" in config.baselines:
+                        compiled = compiled_reference(reference_model, rounds.sets[0], context)
+                    sides = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, compiled)
+                    samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == 1 else 1)
+                    samples = _fixed_cost_bounded(samples, sides, plan.fixed_ms, context)
+                    break
+                except HoldUnusable as reason:
+                    _back_to_copies(reason, context)
     except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:
         raise Stop(Evidence(Party.CANDIDATE, Kind.RAISED, f"failed while timing: {one_line(error)}"))
+    finally:
+        candidate_model.close_held()
+        timed_reference.close_held()
     context.progress.add_seconds("making fresh inputs", rounds.generate_s)
     if context.quiet_gpu is not None and context.quiet_gpu.busy_waits:
         context.findings.note(context.quiet_gpu.describe())
@@ -79,7 +93,24 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     for warning in (gain, verdicts.noisy_timing(reference.ms, candidate.ms), verdicts.uneven_load(load)):
         if warning:
             context.findings.flag(*warning)
-    return _record(samples, clocks, context)
+    return replace(_record(samples, clocks, context), held=plan.hold, slot_copy_ms=plan.slot_copy_ms)
+
+
+def _output_modes(device: torch.device) -> tuple[bool, ...]:
+    """Whether batches hold their outputs (runner/held.py), in the order tried: on a GPU held first, then copied into
+    the ring's slots where they cannot be (HoldUnusable); on a CPU always copied."""
+    return (True, False) if device.type == "cuda" else (False,)
+
+
+def _back_to_copies(reason: HoldUnusable, context: Context) -> None:
+    """After a batch whose outputs could not be read where its calls left them: the candidate's runner awake again
+    (the batch may have ended with it stopped), the checking policy back, and the evaluation's log and notes say
+    why the timing starts over with outputs copied into the ring's slots, on every side alike."""
+    context.runner.resume()
+    policy.apply_policy(context.config.policy)
+    print(f"kbench: outputs read where the calls left them could not be used ({reason}); timing again with outputs "
+          f"copied into the ring's slots", flush=True)
+    context.findings.note(f"timed with outputs copied into slots ({reason})")
 
 
 def _fixed_cost_bounded(samples: dict, sides: dict, fixed_ms: float, context: Context) -> dict:
@@ -104,10 +135,11 @@ ALONE_BUDGET_S = 0.03
 ALONE_TARGET_RSE = 0.03
 
 
-def time_alone(timed_reference, make_inputs, context: Context) -> Timing:
+def time_alone(timed_reference, make_inputs, context: Context) -> tuple[Timing, bool]:
     """The reference's time in its runner before the candidate is imported, what no candidate can have slowed:
     batches of one call, timed as the timing loop times them (its fixed cost per batch measured the same way, the
-    candidate's runner stopped while they run)."""
+    candidate's runner stopped while they run); and whether their outputs were held (read where the calls left
+    them), as the timing loop's are unless a side cannot hold them."""
     config, device = context.config, context.device
     l2 = timing.CudaEventTimer(device) if device.type == "cuda" else None
     flush = _flush(l2, device)
@@ -116,18 +148,29 @@ def time_alone(timed_reference, make_inputs, context: Context) -> Timing:
         sizes = output_sizes(timed_reference.call(inputs))  # also its first call (a warm-up)
         sets = [inputs, make_inputs(config.seed + 101)] if ring_room(inputs, sizes, device) > 1 else [inputs]
         ring = timed_reference.load_ring(sets, sizes)
-        fixed_ms = fixed_cost(timed_reference, ring, timing.do_nothing, flush, context)
-        side = runner_side(lambda: timed_reference.run_batch(1), timing.do_nothing, context, timing.do_nothing,
-                           BatchTimer(flush, 1), timed_reference)
-        rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
-                               budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
-        samples, = timing.sample_interleaved([side], timing.HostTimer(), rule)
-        samples = rebased(samples, min(fixed_ms, min(samples.wall_ms)))  # as the timing loop bounds its own
+        for held in _output_modes(device):
+            try:
+                samples = _alone(timed_reference, ring, flush, held, context)
+                break
+            except HoldUnusable as reason:
+                _back_to_copies(reason, context)
     except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:
         raise Stop(Evidence(Party.REFERENCE, Kind.RAISED, f"reference failed while timed alone: {one_line(error)}"))
-    return Timing(tuple(samples.ms), BatchTimer.name, tuple(samples.others_cpu_ms))
+    return Timing(tuple(samples.ms), BatchTimer.name, tuple(samples.others_cpu_ms)), held
+
+
+def _alone(timed_reference, ring: list, flush, hold: bool, context: Context) -> timing.Samples:
+    """The reference's batches of one call on `ring`, with their outputs held or not (`hold`), and their fixed cost."""
+    fixed_ms = fixed_cost(timed_reference, ring, timing.do_nothing, flush, context, hold)
+    side = runner_side(lambda: timed_reference.run_batch(1, hold=hold), timing.do_nothing, context,
+                       timing.do_nothing, BatchTimer(flush, 1), timed_reference)
+    config = context.config
+    rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
+                           budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
+    samples, = timing.sample_interleaved([side], timing.HostTimer(), rule)
+    return rebased(samples, min(fixed_ms, min(samples.wall_ms)))  # as the timing loop bounds its own
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ candidate), its time alone before the candidate is imported, and the test a slow
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -13,7 +14,7 @@ import torch
 from kbench import flags, stats, verdicts
 from kbench.failures import Evidence, Kind, Party, Stop
 from kbench.judge import guards
-from kbench.judge.measure import time_alone
+from kbench.judge.measure import TimingRecord, time_alone
 from kbench.judge.progress import Context
 from kbench.judge.quiet import QuietGpu
 from kbench.judge.remote import OutputRoom, RemoteModel, begin_stand_in
@@ -37,6 +38,7 @@ class Reference:
     stand_in: Callable[[], RemoteModel] | None = None  # waits for the same Model, begun in the reference's runner
     timed: RemoteModel | None = None  # that Model, built: the one timed (None: no timing)
     alone: Timing | None = None       # its timed calls before the candidate existed (None: not taken)
+    alone_held: bool = False          # their outputs were read where its calls left them (measure.time_alone)
 
 
 def reference_call_s(reference: Reference, context: Context) -> float:
@@ -100,7 +102,7 @@ def _drained(stand_in: Callable[[], RemoteModel]) -> None:
         pass  # whatever it says: the reference runs again (the stand-in begun anew), or the evaluation ends here
 
 
-def reference_in_runner(job: Job, reference: Reference, context: Context) -> tuple[RemoteModel, Timing | None]:
+def reference_in_runner(job: Job, reference: Reference, context: Context) -> tuple[RemoteModel, Timing | None, bool]:
     """The problem's Model built in the reference's runner, the one the timing loop times beside the candidate
     under the same protocol; and (GPU, guards) its time alone, once the last evaluation on the device has ended and
     before the candidate is imported: what no candidate can have slowed."""
@@ -116,15 +118,15 @@ def reference_in_runner(job: Job, reference: Reference, context: Context) -> tup
         release_cached_memory(context.device)
         timed = _begin_stand_in(job, reference.init_inputs, context)()
     if not (config.guards and context.device.type == "cuda"):
-        return timed, None
+        return timed, None, False
     with context.progress.spent("guard: reference alone"):
-        alone = time_alone(timed, reference.make_inputs, context)
+        alone, held = time_alone(timed, reference.make_inputs, context)
         context.quiet_gpu = QuietGpu(context.device, context.runner.kill)
         context.quiet_gpu.calibrate()  # no candidate yet: what a probe takes on a GPU free of its work
     # Its arenas and copies of timed outputs are made again when the timing loop needs them; until then the trials
     # need the room (an 8 GiB output: both runners' arenas and the float64 truth do not fit an 80 GB card together).
     timed.release_arenas()
-    return timed, alone
+    return timed, alone, held
 
 
 def _begin_stand_in(job: Job, init_inputs: list, context: Context) -> Callable[[], RemoteModel]:
@@ -133,16 +135,22 @@ def _begin_stand_in(job: Job, init_inputs: list, context: Context) -> Callable[[
                           context.overrides, job.log_path, config.precision)
 
 
-def check_slowed_reference(reference: Reference, during: Timing, context: Context) -> None:
+def check_slowed_reference(reference: Reference, timed: TimingRecord, context: Context) -> None:
     """The reference timed beside the candidate against its time alone. Slower beyond noise, the candidate is put
     to the test: its runner killed (and whatever it started), the reference is timed alone again. Back to its
     speed, the candidate slowed it (`slowed_reference`, which rejects); as slow still, the machine got busier,
-    which no candidate is blamed for (a Stop of the machine's: infra_error)."""
-    message = verdicts.slowed_reference_message(reference.alone, during)
+    which no candidate is blamed for (a Stop of the machine's: infra_error). Where the timing loop copied the
+    outputs into slots (a side could not hold them) and the time alone held them, the time alone is taken with
+    a runner's copy of one call's outputs added (the judge's copy of them, timed): for a memory-bound call that
+    copy alone doubles it."""
+    alone = reference.alone
+    if reference.alone_held and not timed.held:
+        alone = dataclasses.replace(alone, samples_ms=tuple(ms + timed.slot_copy_ms for ms in alone.samples_ms))
+    message = verdicts.slowed_reference_message(alone, timed.reference_timing)
     if message is None:
         return
     context.runner.kill()
-    again = time_alone(reference.timed, reference.make_inputs, context)
+    again, _ = time_alone(reference.timed, reference.make_inputs, context)
     if stats.slowdown(reference.alone.samples_ms, again.samples_ms) is not None:
         raise Stop(Evidence(Party.MACHINE, Kind.RAISED, (
             f"{message}, and {again.median_ms:.3g} ms again with the candidate's runner killed: the machine got "

@@ -18,10 +18,11 @@ import torch
 
 from kbench.failures import RUNNER_REPORTS, Evidence, Kind, Party, Stop
 from kbench.judge.remote_process import RunnerDied, RunnerProcess, RunnerSilent, describe_exit
-from kbench.layouts import laid_out, nbytes, plain, storage_bytes
+from kbench.layouts import laid_out, nbytes, plain, reach, storage_bytes
 from kbench.loading import release_cached_memory, synchronize, tensor_bytes
 from kbench.runner import wire
 from kbench.runner.arenas import dtype_name, dtype_of
+from kbench.runner.held import HoldUnusable, Imports
 
 _PLAIN_KINDS = ("Tensor", "Parameter")
 
@@ -70,6 +71,7 @@ class RemoteModel:
         self.ring_slots: list[tuple[str, int]] = []  # per output: the arena of the ring's output slots, bytes per slot
         self.private: dict[int, torch.Tensor] = {}  # the judge's copies of the ring's output slots, by output index
         self.staged: list = []  # the last call's arguments as the runner saw them (arena views; None: not a tensor)
+        self.imports = Imports(runner.device) if runner.device.type == "cuda" else None  # held outputs' memory
 
     def __call__(self, *inputs):
         return self.call(list(inputs))
@@ -84,6 +86,7 @@ class RemoteModel:
     def release_arenas(self) -> None:
         """Free the runner's arenas and what both processes keep cached for them (the next call makes new ones):
         on a card they may hold gigabytes the judge needs meanwhile."""
+        self.close_held()  # before the runner frees what they map
         self._reply(self.runner.request({"op": "release"}))
         self.staged, self.private, self.ring_slots = [], {}, []
         self.runner.arenas.close()
@@ -146,40 +149,104 @@ class RemoteModel:
                                                      for arena, stride in self.ring_slots]}))
         return views
 
-    def run_batch(self, count: int, precision: str | None = None, kept: bool = False) -> "BatchOutputs":
-        """`count` calls in the runner, call i on the ring's input set i; returns their outputs, copied out of the
-        slots into the judge's memory (valid until the next batch) before it returns: the judge's clock around it
-        (timed_sides.BatchTimer) stops only once the judge holds them, so work the runner left queued, or did after
-        its reply, is either inside the clock or missing from the copies (and fails their check). `kept`: each
-        call returns the outputs keep() kept, at no cost (the reference's runner's calibration batches)."""
+    def run_batch(self, count: int, precision: str | None = None, kept: bool = False,
+                  hold: bool = False) -> "BatchOutputs":
+        """`count` calls in the runner, call i on the ring's input set i; returns their outputs, copied into the
+        judge's memory (valid until the next batch) before it returns: out of the ring's slots, or with `hold` (on
+        a GPU) out of the runner's own memory where its calls left them (runner/held.py; HoldUnusable where they
+        cannot be read there). The judge's clock around it (timed_sides.BatchTimer) stops only once the judge holds
+        them, so work the runner left queued, or did after its reply, is either inside the clock or missing from
+        the copies (and fails their check). `kept`: each call returns the outputs keep() kept, at no cost (the
+        reference's runner's calibration batches)."""
         message = {"op": "batch", "instance": self.instance, "count": count}
         if precision:
             message["precision"] = precision
         if kept:
             message["kept"] = True
+        if hold:
+            message["hold"] = True
         reply = _parsed(self._reply(self.runner.request(message)))
         self.last = reply
-        outputs = BatchOutputs(self._ring_copies(reply, count) if count else [], reply.sequence)
+        if hold and count:
+            rings = self._held_copies(reply, count, shared=kept)
+        else:
+            rings = self._ring_copies(reply, count) if count else []
+        outputs = BatchOutputs(rings, reply.sequence)
         synchronize(self.runner.device)
+        if hold:
+            self.imports.close_unused()
         return outputs
+
+    def close_held(self) -> None:
+        """Close the runner's allocations the judge opened to read held outputs (none on a CPU)."""
+        if self.imports is not None:
+            self.imports.close()
 
     def keep(self) -> None:
         """Have the runner keep the model's outputs on the ring's first input set (untimed), for run_batch(kept)."""
         self._reply(self.runner.request({"op": "keep", "instance": self.instance}))
 
-    def copy_ms(self, count: int) -> float:
+    def copy_ms(self, count: int, hold: bool = False) -> float:
         """The judge's own copy of `count` slots of every output (what each batch of `count` does inside its clock),
-        timed on its clock: measured with the runners idle, it is subtracted from every batch (timed_sides.py)."""
+        timed on its clock: measured with the runners idle, it is subtracted from every batch (timed_sides.py). With
+        `hold`, the copy of `count` held outputs (those of a batch of kept outputs, run first, untimed)."""
+        reply = _parsed(self._reply(self.runner.request(
+            {"op": "batch", "instance": self.instance, "count": count, "kept": True, "hold": True}))) if hold else None
         synchronize(self.runner.device)
         started = time.perf_counter()
-        for index, (arena, stride) in enumerate(self.ring_slots):
-            self._private_bytes(index, arena, count * stride)
+        if hold:
+            self._held_copies(reply, count, shared=True)
+        else:
+            for index, (arena, stride) in enumerate(self.ring_slots):
+                self._private_bytes(index, arena, count * stride)
         synchronize(self.runner.device)
         return (time.perf_counter() - started) * 1e3
 
     def _ring_copies(self, reply: wire.CallReply, count: int) -> list[torch.Tensor]:
         """Per output: its `count` slots copied into the judge's memory in one copy, seen as [count, *shape]."""
         rings = []
+        for index, (arena, stride, dtype, shape) in enumerate(self._readable(reply)):
+            private = self._private_bytes(index, arena, count * stride)
+            rings.append(_slots_view(private, dtype, shape, count, stride))
+        return rings
+
+    def _held_copies(self, reply: wire.CallReply, count: int, shared: bool = False) -> list[torch.Tensor]:
+        """Per output: each call's output copied out of the runner's memory, where the call left it, into slot i of
+        the judge's buffer for it (one copy launch per output for the batch), seen as [count, *shape]. HoldUnusable
+        where the reply does not name a place for every call's output, or (unless `shared`: the kept outputs, the
+        same for every call) names overlapping places: memory a later call overwrote."""
+        held = reply.held
+        if len(held.calls) != count:
+            raise HoldUnusable(f"the runner named places for {len(held.calls)} of {count} calls' outputs")
+        readable = self._readable(reply)
+        rings, spans = [], []
+        for index, (arena, stride, dtype, shape) in enumerate(readable):
+            private = self.private.get(index)
+            if private is None or private.numel() < count * stride:
+                private = self.private[index] = torch.empty(max(count * stride, 1), dtype=torch.uint8,
+                                                            device=self.runner.device)
+            ring = _slots_view(private, dtype, shape, count, stride)
+            rings.append(ring)
+            if not nbytes(dtype, shape):
+                continue
+            sources = []
+            for call in held.calls:
+                place = call[index] if index < len(call) else None
+                if place is None:
+                    raise HoldUnusable(f"output {index} of a call was copied, not held (memory the driver does "
+                                       f"not share)")
+                sources.append(self.imports.view(held.handles[place.handle], place, dtype, shape))
+                spans.append((held.handles[place.handle], place.at + place.offset * sources[-1].element_size(),
+                              place.at + reach(dtype, shape, place.stride, place.offset)))
+            torch._foreach_copy_(list(ring.unbind(0)), sources)
+        if not shared and _overlapping(spans):
+            raise HoldUnusable("two calls' outputs share memory (a later call may have overwritten an earlier one's)")
+        return rings
+
+    def _readable(self, reply: wire.CallReply) -> list[tuple[str, int, torch.dtype, tuple]]:
+        """Per output the reply describes: its slots' arena and stride, its dtype and shape; a Stop where it is not
+        a plain tensor on the judge's device that fits its slot."""
+        found = []
         for index, meta in enumerate(reply.outputs):
             self._check_meta(index, meta)
             if index >= len(self.ring_slots):
@@ -192,9 +259,8 @@ class RemoteModel:
                     raise ValueError(f"larger than the reference's ({stride} bytes)")
             except ValueError as error:
                 raise self._stop(Kind.WRONG_OUTPUT, f"output {index} could not be read ({error})")
-            private = self._private_bytes(index, arena, count * stride)
-            rings.append(_slots_view(private, dtype, meta.shape, count, stride))
-        return rings
+            found.append((arena, stride, dtype, meta.shape))
+        return found
 
     def _private_bytes(self, index: int, arena: str, size: int) -> torch.Tensor:
         """The first `size` bytes of `arena`, copied into a buffer of the judge's kept for output `index` (no allocation
@@ -274,6 +340,16 @@ class BatchOutputs:
         """Call `index`'s output, in the structure the runner returned."""
         values = tuple(ring[index] for ring in self.rings)
         return values if self.sequence else values[0]
+
+
+def _overlapping(spans: list[tuple[bytes, int, int]]) -> bool:
+    """Whether any two byte ranges (allocation, start, end) of one allocation overlap."""
+    reached: dict[bytes, int] = {}  # per allocation: the furthest end of the ranges before this one
+    for allocation, start, end in sorted(spans):
+        if start < reached.get(allocation, -1):
+            return True
+        reached[allocation] = max(end, reached.get(allocation, -1))
+    return False
 
 
 def _slot_bytes(size: int) -> int:

@@ -110,6 +110,7 @@ class BatchPlan:
     limit: str = ""              # what held `count` below what the resolution asked for ("" when nothing did)
     slot_copy_ms: float = 0.0    # the judge's copy of one slot of every output (part of overhead_ms)
     handling_ms: float = 0.0     # a batch of no calls in the reference's runner: a runner's handling of a request
+    hold: bool = False           # outputs read where the calls left them (runner/held.py), not copied into slots
     candidate_ring: list | None = None   # each input set's buffers, in the candidate's runner's arenas
     reference_ring: list | None = None   # and in the reference's
 
@@ -127,23 +128,26 @@ class BatchPlan:
         return runner_ms / self.count
 
     def describe(self) -> str:
-        held = f", held there by {self.limit}" if self.limit else ""
-        return (f"batches of {self.count} call(s) (a call first estimated at {self.estimate_ms:.3g} ms; the judge's "
-                f"fixed cost {self.overhead_ms:.3g} ms per batch, its own copy of one slot {self.slot_copy_ms:.3g} ms "
+        limited = f", held there by {self.limit}" if self.limit else ""
+        outputs = "read where the calls left them" if self.hold else "copied into the ring's slots by the runner"
+        return (f"batches of {self.count} call(s), outputs {outputs} (a call first estimated at "
+                f"{self.estimate_ms:.3g} ms; the judge's fixed cost {self.overhead_ms:.3g} ms per batch, its own copy of one slot {self.slot_copy_ms:.3g} ms "
                 f"of it, and its copy of the outputs {self.copy_ms:.3g} ms per further call, subtracted; a batch of "
-                f"no calls {self.handling_ms:.3g} ms; resolution {self.resolution_ms:.3g} ms per call{held})")
+                f"no calls {self.handling_ms:.3g} ms; resolution {self.resolution_ms:.3g} ms per call{limited})")
 
 
-def plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context: Context) -> BatchPlan:
+def plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context: Context,
+                 hold: bool = False) -> BatchPlan:
     """Measure the judge's fixed cost per batch (fixed_cost) and a first estimate of a call's time (batches of one
-    call), size the batch, and load both runners' rings of that many input sets."""
+    call), size the batch, and load both runners' rings of that many input sets. `hold`: every batch's outputs are
+    read where its calls left them (HoldUnusable from a batch where they cannot be)."""
     device = context.device
     output_bytes = _output_bytes(reference_model, rounds.sets[0], device)
     room = ring_room(rounds.sets[0], output_bytes, device)
-    plan = BatchPlan(1, 0.0, 0.0, 0.0)
+    plan = BatchPlan(1, 0.0, 0.0, 0.0, hold=hold)
     _load_rings(plan, min(CALIBRATION_CALLS, room), rounds, timed_reference, candidate_model, output_bytes)
     plan.overhead_ms = fixed_cost(timed_reference, plan.reference_ring, lambda: rounds.load(plan.reference_ring), flush,
-                                  context)
+                                  context, hold)
     rounds.count = 1  # the probe's batches: one call, one input set a round
     probe = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, baselines=False)
     rule = timing.StopRule(warmup=max(context.config.warmup, 1), min_samples=PROBE_ROUNDS, max_samples=PROBE_ROUNDS,
@@ -168,7 +172,7 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
     if plan.count > len(plan.reference_ring):
         _load_rings(plan, plan.count, rounds, timed_reference, candidate_model, output_bytes)
     rounds.count = plan.count  # the timing loop's rounds make that many sets
-    plan.slot_copy_ms, plan.copy_ms = _copies_ms(timed_reference, len(plan.reference_ring), context)
+    plan.slot_copy_ms, plan.copy_ms = _copies_ms(timed_reference, len(plan.reference_ring), context, hold)
     plan.handling_ms = empty_ms(timed_reference, context)
     print(f"kbench: judge's clock: {plan.describe()}", flush=True)  # the evaluation's log
     return plan
@@ -204,13 +208,14 @@ def output_sizes(output) -> list[int]:
 
 
 def ring_room(inputs: list, output_bytes: list[int], device: torch.device) -> int:
-    """Input sets (with their output slots, both runners' and the judge's copies) that RING_MEMORY_SHARE of the
-    free memory holds; 1 at least."""
-    per_set = 3 * tensor_bytes(inputs) + 5 * sum(output_bytes)
+    """Input sets (with their output slots, both runners' and the judge's copies, and the outputs both runners hold)
+    that RING_MEMORY_SHARE of the free memory holds; 1 at least."""
+    per_set = 3 * tensor_bytes(inputs) + 7 * sum(output_bytes)
     return max(1, int(_free_bytes(device) * RING_MEMORY_SHARE / max(per_set, 1)))
 
 
-def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, context: Context) -> float:
+def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, context: Context,
+               hold: bool = False) -> float:
     """What a batch costs beyond its calls, in ms: the intercept of the fastest wall times (load only ever adds to a
     batch's time, and an inflated fixed cost reads the calls faster than they are) of batches of one call and of as
     many as the ring holds (CALIBRATION_CALLS at most) in the reference's runner, each timed as the timing loop
@@ -219,13 +224,14 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
     first-call work counts as the fixed cost, which a faster candidate would then be timed below. It holds all a
     batch does once, wherever it happens: the request and the reply, the synchronisations, the first call's
     handling, the judge's copy of one slot. `refill`: before each batch, what the timing loop does to the ring.
+    `hold`: the outputs read where the calls left them, as the timing loop's batches read them.
     Where the ring holds one input set (inputs too large for two), a batch of no calls and the judge's copy of one
     slot stand in for it."""
     if len(ring) < 2:
-        return empty_ms(timed_reference, context) + _copies_ms(timed_reference, 1, context)[0]
+        return empty_ms(timed_reference, context) + _copies_ms(timed_reference, 1, context, hold)[0]
     timed_reference.keep()
     sizes = (1, len(ring))
-    sides = [runner_side(lambda count=count: timed_reference.run_batch(count, kept=True), refill, context,
+    sides = [runner_side(lambda count=count: timed_reference.run_batch(count, kept=True, hold=hold), refill, context,
                          timing.do_nothing, BatchTimer(flush, count), timed_reference) for count in sizes]
     rule = timing.StopRule(warmup=1, min_samples=FIXED_COST_ROUNDS, max_samples=FIXED_COST_ROUNDS,
                            target_rse=math.inf, budget_s=math.inf)
@@ -246,17 +252,18 @@ def empty_ms(timed_reference, context: Context) -> float:
     return statistics.median(walls)
 
 
-def _copies_ms(timed_reference, slots: int, context: Context) -> tuple[float, float]:
+def _copies_ms(timed_reference, slots: int, context: Context, hold: bool = False) -> tuple[float, float]:
     """The judge's own copies of the outputs, timed with the candidate's runner stopped: (its copy of one slot of
-    every output, what each further slot adds: the slope of copies of one slot and of `slots`; 0 with `slots` 1)."""
+    every output, what each further slot adds: the slope of copies of one slot and of `slots`; 0 with `slots` 1).
+    `hold`: copies of outputs held in the reference's runner, as the timing loop's batches make them."""
     context.runner.pause()
     try:
         if context.quiet_gpu is not None:
             context.quiet_gpu.wait(context.findings)
-        one = min(timed_reference.copy_ms(1) for _ in range(COPY_CALIBRATIONS))  # load only adds: the fastest
+        one = min(timed_reference.copy_ms(1, hold) for _ in range(COPY_CALIBRATIONS))  # load only adds: the fastest
         if slots < 2:
             return one, 0.0
-        many = min(timed_reference.copy_ms(slots) for _ in range(COPY_CALIBRATIONS))
+        many = min(timed_reference.copy_ms(slots, hold) for _ in range(COPY_CALIBRATIONS))
         return one, max(many - one, 0.0) / (slots - 1)
     finally:
         context.runner.resume()
@@ -281,7 +288,7 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
     While anything but the candidate runs, the candidate's runner is stopped (remote_process.RunnerProcess.pause)
     and, on a GPU, the judge waits until the GPU is free of the work it queued (quiet.py). `compiled`: the
     torch.compile baseline, timed in the judge on the reference's ring."""
-    config, count = context.config, plan.count
+    config, count, hold = context.config, plan.count, plan.hold
     on_cpu = context.device.type == "cpu"
 
     def timer(runner=None, fixed_ms=plan.fixed_ms) -> BatchTimer:
@@ -289,22 +296,22 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
     def prepare_candidate():
         rounds.load(plan.candidate_ring)
         candidate_model.run_batch(0)  # its runner, stopped until now, is awake and reading when the clock starts
-    candidate_side = timing.Side(lambda: candidate_model.run_batch(count), prepare=prepare_candidate,
+    candidate_side = timing.Side(lambda: candidate_model.run_batch(count, hold=hold), prepare=prepare_candidate,
                                  inspect=rounds.candidate_done, timer=timer(context.runner))
     reference_inspect = rounds.reference_done if config.guards else timing.do_nothing
 
     def refill_reference():
         rounds.load(plan.reference_ring)
     sides = {"candidate": candidate_side,
-             "reference": runner_side(lambda: timed_reference.run_batch(count), refill_reference, context,
+             "reference": runner_side(lambda: timed_reference.run_batch(count, hold=hold), refill_reference, context,
                                       reference_inspect, timer(context.reference_runner), timed_reference)}
     baseline_inspect = _poison_batch if config.guards else timing.do_nothing
     if baselines and "default" in config.baselines and not default_is_reference(context):
-        sides["default"] = runner_side(lambda: timed_reference.run_batch(count, precision=PYTORCH_DEFAULT),
+        sides["default"] = runner_side(lambda: timed_reference.run_batch(count, precision=PYTORCH_DEFAULT, hold=hold),
                                        refill_reference, context, baseline_inspect, timer(), timed_reference)
     if compiled is not None:
         ring = plan.reference_ring
-        sides["compile"] = runner_side(lambda: _local_batch(compiled, ring[:count], context.device),
+        sides["compile"] = runner_side(lambda: _local_batch(compiled, ring[:count], context.device, copy=not hold),
                                        refill_reference, context, timing.do_nothing, timer(fixed_ms=0.0))
     return sides
 
@@ -333,14 +340,15 @@ def _poison_batch(outputs) -> None:
         guards.poison(ring)
 
 
-def _local_batch(model, ring: list, device: torch.device) -> None:
-    """A batch in the judge (the torch.compile baseline): each call's outputs are copied as a runner copies them."""
+def _local_batch(model, ring: list, device: torch.device, copy: bool) -> None:
+    """A batch in the judge (the torch.compile baseline): each call's outputs are kept until the batch ends, or
+    copied as a runner copies them into its slots (`copy`)."""
+    kept = []
     for inputs in ring:
         output = model(*inputs)
         values = output if isinstance(output, (tuple, list)) else [output]
-        for value in values:
-            if isinstance(value, torch.Tensor):
-                torch.empty_like(value).copy_(value)
+        kept += [torch.empty_like(value).copy_(value) if copy else value
+                 for value in values if isinstance(value, torch.Tensor)]
     synchronize(device)
 
 

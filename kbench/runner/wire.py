@@ -5,6 +5,7 @@ Torch-free, so both sides import it cheaply."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import struct
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 # The judge refuses a runner's message larger than this (a message carries descriptions, never data).
 MAX_MESSAGE_BYTES = 4 << 20
+HANDLE_BYTES = 64  # a CUDA IPC memory handle
 _HEADER = struct.Struct("<I")
 
 
@@ -158,6 +160,59 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class HeldRef:
+    """One output a batch's call left in the runner's memory (runner/held.py): its allocation (an index into the
+    batch's handles), the byte at which the output's storage starts there, and its layout over that storage."""
+
+    handle: int
+    at: int
+    stride: tuple[int, ...]
+    offset: int
+
+    def to_wire(self) -> list:
+        return [self.handle, self.at, list(self.stride), self.offset]
+
+    @classmethod
+    def from_wire(cls, data, handles: int) -> "HeldRef | None":
+        if data is None:
+            return None
+        if not isinstance(data, list) or len(data) != 4:
+            raise ProtocolError("a held output that is not [handle, at, stride, offset]")
+        handle, at, stride, offset = data
+        if not (isinstance(handle, int) and 0 <= handle < handles):
+            raise ProtocolError("a held output whose handle the batch did not send")
+        stride = _ints(stride)
+        if len(stride) > 64:
+            raise ProtocolError("a held output of more than 64 dimensions")
+        return cls(handle, _count(at), tuple(stride), _count(offset))
+
+
+@dataclass(frozen=True)
+class HeldOutputs:
+    """Where a batch's calls left their outputs: the allocations' CUDA IPC handles, and per call, per plain output,
+    its place in one of them (None: copied into the ring's slot, as every output is without held outputs)."""
+
+    handles: tuple[bytes, ...] = ()
+    calls: tuple[tuple[HeldRef | None, ...], ...] = ()
+
+    @classmethod
+    def from_wire(cls, data) -> "HeldOutputs":
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise ProtocolError("held outputs that are not an object")
+        try:
+            handles = tuple(base64.b64decode(_text(value), validate=True) for value in _list(data.get("handles")))
+        except ValueError:
+            raise ProtocolError("a held output's handle that is not base64")
+        if any(len(handle) != HANDLE_BYTES for handle in handles):
+            raise ProtocolError("a held output's handle that is not a CUDA IPC handle")
+        calls = tuple(tuple(HeldRef.from_wire(item, len(handles)) for item in _list(call)[:64])
+                      for call in _list(data.get("calls")))
+        return cls(handles, calls)
+
+
+@dataclass(frozen=True)
 class CallReply:
     """The runner's account of one call; every field is a claim the judge checks or bounds."""
 
@@ -167,6 +222,7 @@ class CallReply:
     ops: tuple[str, ...] = ()  # aten ops the call dispatched (when asked)
     library_only: str | None = None  # kernel attribution's finding (when asked)
     grow: tuple[int, ...] = ()  # bytes each output needs, when an arena is too small (nothing copied)
+    held: HeldOutputs = HeldOutputs()  # a batch's outputs left where its calls put them
 
     @classmethod
     def from_wire(cls, data: dict) -> "CallReply":
@@ -178,12 +234,19 @@ class CallReply:
                    aliases_input=tuple(_ints(data.get("aliases_input", []))),
                    ops=tuple(_text(op) for op in _list(data.get("ops", []))),
                    library_only=None if data.get("library_only") is None else _text(data["library_only"][:200]),
-                   grow=tuple(_ints(data.get("grow", []))))
+                   grow=tuple(_ints(data.get("grow", []))),
+                   held=HeldOutputs.from_wire(data.get("held")))
 
 
 def _list(value) -> list:
     if not isinstance(value, list) or len(value) > 10000:
         raise ProtocolError("a field that should be a list")
+    return value
+
+
+def _count(value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < (1 << 48):
+        raise ProtocolError("a field that should be a count")
     return value
 
 

@@ -1,0 +1,157 @@
+"""Outputs the judge reads where a call left them (on a GPU): the runner keeps each timed call's outputs in its own
+memory and names them by CUDA IPC handle (export), and the judge opens those allocations and copies the outputs out
+itself (Imports), so that no runner copy of an output is timed and none is subtracted (judge/timed_sides.py).
+
+Both sides speak to the CUDA driver directly (ctypes on libcuda, which torch has loaded already): torch's own sharing
+of a storage makes a reference-count file in /dev/shm that the importer opens by a name the exporter chose, and the
+judge never opens a path a runner named. What a runner names is checked where it is read: the judge opens only
+handles, reads only within the allocation the driver says a handle maps, and a handle that does not open is the
+runner's failure to hold its outputs, which sends the timing back to copies (judge/measure.py)."""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+
+import torch
+
+from kbench.layouts import reach
+from kbench.runner.wire import HANDLE_BYTES, HeldRef
+
+_LAZY_PEER_ACCESS = 1  # CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+
+
+class _Handle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * HANDLE_BYTES)]
+
+
+class HoldUnusable(Exception):
+    """A batch's outputs cannot be read where its calls left them (not all exported, overlapping, a handle that does
+    not open, or a wrong output among them): the timing goes back to outputs copied into the ring's slots."""
+
+
+_driver = None
+
+
+def _cuda():
+    """libcuda's IPC and address-range calls, typed (loaded once; torch loaded the library already)."""
+    global _driver
+    if _driver is None:
+        library = ctypes.CDLL("libcuda.so.1")
+        library.cuIpcGetMemHandle.argtypes = [ctypes.POINTER(_Handle), ctypes.c_uint64]
+        library.cuIpcOpenMemHandle_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), _Handle, ctypes.c_uint]
+        library.cuIpcCloseMemHandle.argtypes = [ctypes.c_uint64]
+        library.cuMemGetAddressRange_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t),
+                                                    ctypes.c_uint64]
+        for name in ("cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2", "cuIpcCloseMemHandle", "cuMemGetAddressRange_v2"):
+            getattr(library, name).restype = ctypes.c_int
+        _driver = library
+    return _driver
+
+
+def _address_range(pointer: int) -> tuple[int, int] | None:
+    """The base and size of the allocation that holds device address `pointer` (this process's view), or None."""
+    base, size = ctypes.c_uint64(), ctypes.c_size_t()
+    if _cuda().cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(pointer)):
+        return None
+    return base.value, size.value
+
+
+class Exports:
+    """The runner's side, one batch at a time: each output's allocation exported once (the first output in it asks
+    the driver), and the handles in the order first named."""
+
+    def __init__(self):
+        self.handles: list[bytes] = []
+        self.ranges: list[tuple[int, int]] = []  # per handle: the allocation's base and end
+
+    def export(self, item: torch.Tensor) -> HeldRef | None:
+        """`item` named by its allocation's handle, or None: memory the driver will not export (imported from
+        another process, mapped by cuMem*, not a device allocation)."""
+        start = item.untyped_storage().data_ptr()
+        number = next((index for index, (base, end) in enumerate(self.ranges) if base <= start < end), None)
+        if number is None:
+            found = _address_range(start)
+            if found is None:
+                return None
+            handle = _Handle()
+            if _cuda().cuIpcGetMemHandle(ctypes.byref(handle), ctypes.c_uint64(found[0])):
+                return None
+            number = len(self.handles)
+            self.handles.append(bytes(handle))
+            self.ranges.append((found[0], found[0] + found[1]))
+        return HeldRef(number, start - self.ranges[number][0], tuple(item.stride()), item.storage_offset())
+
+    def to_wire(self) -> list[str]:
+        return [base64.b64encode(handle).decode() for handle in self.handles]
+
+
+class Imports:
+    """The judge's side: allocations of one runner opened by handle, each seen as a uint8 tensor of the size the
+    driver gives it here. Kept open while batches name them (a runner's allocator hands its calls the same memory
+    batch after batch); close_unused lets go of the rest."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.opened: dict[bytes, tuple[int, torch.Tensor]] = {}  # handle -> (address here, the allocation's bytes)
+        self.used: set[bytes] = set()
+
+    def view(self, handle: bytes, ref: HeldRef, dtype: torch.dtype, shape) -> torch.Tensor:
+        """Output `ref` of `dtype` and `shape` over its opened allocation; HoldUnusable if it does not open or reaches
+        beyond it."""
+        allocation = self._open(handle)
+        element = torch.empty((), dtype=dtype).element_size()
+        if ref.at % element:
+            raise HoldUnusable(f"an output {ref.at} bytes into its allocation, not aligned for {dtype}")
+        offset = ref.at // element + ref.offset
+        try:
+            if reach(dtype, shape, ref.stride, offset) > allocation.numel() or len(ref.stride) != len(shape):
+                raise ValueError("beyond its allocation")
+        except ValueError as error:
+            raise HoldUnusable(f"an output that does not lie in its allocation ({error})")
+        viewed = torch.empty(0, dtype=dtype, device=allocation.device)
+        return viewed.set_(allocation.untyped_storage(), offset, tuple(shape), ref.stride)
+
+    def _open(self, handle: bytes) -> torch.Tensor:
+        self.used.add(handle)
+        if handle in self.opened:
+            return self.opened[handle][1]
+        if len(handle) != HANDLE_BYTES:
+            raise HoldUnusable("a handle that is not a CUDA IPC handle")
+        pointer = ctypes.c_uint64()
+        with torch.cuda.device(self.device):
+            status = _cuda().cuIpcOpenMemHandle_v2(ctypes.byref(pointer), _Handle.from_buffer_copy(handle),
+                                                   _LAZY_PEER_ACCESS)
+            if status:
+                raise HoldUnusable(f"a handle that does not open (CUDA driver error {status})")
+            found = _address_range(pointer.value)
+        if found is None:
+            _close(pointer.value, self.device)
+            raise HoldUnusable("an opened handle whose size the driver does not know")
+        allocation = torch.as_tensor(_DeviceBytes(found[0], found[1]), device=self.device)
+        self.opened[handle] = (pointer.value, allocation)
+        return allocation
+
+    def close_unused(self) -> None:
+        """Close the allocations no view since the last call named (once the judge's copies from them are done)."""
+        for handle in [handle for handle in self.opened if handle not in self.used]:
+            pointer, _ = self.opened.pop(handle)
+            _close(pointer, self.device)
+        self.used = set()
+
+    def close(self) -> None:
+        self.used = set()
+        self.close_unused()
+
+
+def _close(pointer: int, device: torch.device) -> None:
+    with torch.cuda.device(device):
+        _cuda().cuIpcCloseMemHandle(ctypes.c_uint64(pointer))
+
+
+class _DeviceBytes:
+    """Device memory torch sees through the CUDA array interface (no copy; the tensor keeps this object alive)."""
+
+    def __init__(self, pointer: int, size: int):
+        self.__cuda_array_interface__ = {"shape": (size,), "typestr": "|u1", "data": (pointer, False),
+                                         "version": 3, "strides": None}
