@@ -203,19 +203,32 @@ def on_one_cpu(pids: list[int]):
 
 
 def _pin(pids: list[int]) -> tuple[int | None, dict[int, set[int]]]:
-    """(the CPU, each process's CPUs before), or (None, {}) where they could not all be pinned."""
+    """(the CPU, each thread's CPUs before), or (None, {}) where they could not all be pinned. Every thread of each
+    process: an affinity is a thread's, and a thread started before the pinning (a candidate's, at import) would
+    keep every CPU; threads started later inherit their starter's."""
     cpu = current_cpu() if hasattr(os, "sched_setaffinity") else None
     before: dict[int, set[int]] = {}
     if cpu is None:
         return None, before
     try:
-        for pid in pids:
-            before[pid] = os.sched_getaffinity(pid)
-            os.sched_setaffinity(pid, {cpu})
+        for thread in (thread for pid in pids for thread in _threads(pid)):
+            try:
+                before[thread] = os.sched_getaffinity(thread)
+                os.sched_setaffinity(thread, {cpu})
+            except ProcessLookupError:
+                before.pop(thread, None)  # it ended meanwhile
     except OSError:  # a process gone, or a CPU this one may not use: none pinned
         _restore(before)
         return None, {}
     return cpu, before
+
+
+def _threads(pid: int) -> list[int]:
+    """The thread ids of process `pid` (itself alone where /proc does not list them)."""
+    try:
+        return [int(task) for task in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return [pid]
 
 
 def _restore(affinities: dict[int, set[int]]) -> None:

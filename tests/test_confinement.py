@@ -149,6 +149,36 @@ def _seccomp_state_after(confining) -> dict[str, str]:
     return dict(line.split(":\t", 1) for line in text.splitlines() if line.startswith(("Seccomp", "Speculation")))
 
 
+def _affinity_change_after(confining) -> str:
+    """What a child that ran `confining` got when it set its own CPUs: "ok" or the error's name."""
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            confining()
+            try:
+                os.sched_setaffinity(0, os.sched_getaffinity(0))
+                os.write(writing, b"ok")
+            except OSError as error:
+                os.write(writing, type(error).__name__.encode())
+        finally:
+            os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading) as answer:
+        text = answer.read()
+    os.waitpid(pid, 0)
+    return text
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux's affinities")
+def test_neither_runner_may_change_the_cpus_it_runs_on():
+    """The judge pins both runners to its CPU while they are timed (processes.on_one_cpu); a runner that could set
+    its own affinity would leave that CPU, and the load on it, to the other side."""
+    assert _affinity_change_after(lambda: None) == "ok"
+    assert _affinity_change_after(lambda: limits.confine(landlock.Access(writable=()))) == "PermissionError"
+    assert _affinity_change_after(limits.protect) == "PermissionError"
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc")
 def test_both_runners_run_under_the_same_seccomp_filter_without_forced_speculation_mitigations():
     """The candidate's runner refuses clone3 with a seccomp filter; the reference's runner runs under the same

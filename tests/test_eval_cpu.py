@@ -411,6 +411,52 @@ def test_on_a_cpu_the_judge_and_both_runners_are_timed_on_one_cpu(cpu_config, tm
     assert re.search(r"CANDIDATE pid=\d+ cpus=\[\d+(, \d+)+\]", before), "the runner had every CPU before"
 
 
+LEAVING_THE_CPU = """
+import os
+import threading
+import time
+
+
+def _watch():  # started at import, before the judge pins the runner: its affinity is its own
+    seen = None
+    while True:
+        cpus = sorted(os.sched_getaffinity(0))
+        if cpus != seen:
+            seen = cpus
+            print(f"THREAD cpus={cpus}", flush=True)
+        time.sleep(0.001)
+
+
+threading.Thread(target=_watch, daemon=True).start()
+"""
+
+LEAVE = """
+        try:
+            os.sched_setaffinity(0, range(os.cpu_count()))
+            print("WIDENED", flush=True)
+        except OSError:
+            pass
+"""
+
+
+def test_a_candidate_cannot_take_its_runner_off_the_cpu_it_is_timed_on(cpu_config, tmp_path):
+    """A thread the candidate started at import keeps the CPUs it had unless every thread is pinned, and a runner
+    that widened its own affinity in each call would leave the shared CPU's load to the reference: every thread of
+    the runner is pinned (processes.on_one_cpu), and sched_setaffinity is refused in the runner (limits.py)."""
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU here: nothing to pin")
+    solution = tmp_path / "solution.py"
+    solution.write_text(LEAVING_THE_CPU + (SOLUTIONS / "axpy/correct_plain.py").read_text().replace(
+        "        return torch.add(", LEAVE + "        return torch.add("))
+    result = evaluate(AXPY, solution, replace(cpu_config, sweep=0))
+    assert result.status == Status.CORRECT, result.message
+    log = Path(result.log_path).read_text()
+    cpu = int(re.search(r"kbench: timing on CPU (\d+): the judge and both runners", log).group(1))
+    timed = log[log.index("kbench: timing on CPU"):]
+    assert f"THREAD cpus=[{cpu}]" in timed, timed[-2000:]
+    assert "WIDENED" not in log
+
+
 def test_baselines_pytorch_defaults_and_compile_are_timed_in_the_same_rounds(cpu_config):
     config = replace(cpu_config, baselines=("default", "compile"), sweep=0)
     result = evaluate(AXPY, SOLUTIONS / "axpy/correct.py", config)

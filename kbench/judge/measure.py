@@ -179,11 +179,12 @@ def _taking_turns_on_one_cpu(context: Context):
     while the judge waits, the candidate's stopped while the reference runs), so nothing runs slower for it; and a
     busy neighbour on one CPU, which slows a runner per second of its CPU time without taking its share of the CPU
     (the reference's own code as the candidate read 1.7x beside a busy process on a 2-core machine, each runner on
-    a CPU about 60% of its batches' time), slows both sides alike."""
+    a CPU about 60% of its batches' time), slows both sides alike. Every thread of theirs, and whatever the
+    candidate's runner started; no runner may change its own CPUs (runner/limits.py)."""
     if context.device.type != "cpu":
         yield
         return
-    with on_one_cpu([context.runner.process.pid, context.reference_runner.process.pid]) as cpu:
+    with on_one_cpu([*context.runner.processes(), context.reference_runner.process.pid]) as cpu:
         print(f"kbench: timing on CPU {cpu}: the judge and both runners" if cpu is not None else
               "kbench: timing on the CPUs each process had (they could not be pinned to one)", flush=True)
         yield

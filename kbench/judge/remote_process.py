@@ -242,6 +242,11 @@ class RunnerProcess:
             self.freezer.kill()  # thawed first: a frozen process does not die
         _signal_group(self.process.pid, signal.SIGKILL)
 
+    def processes(self) -> list[int]:
+        """The runner's process id and those of the processes in its cgroup (what it started, wherever they went)."""
+        members = self.freezer.members() if self.freezer is not None else []
+        return [self.process.pid, *(pid for pid in members if pid != self.process.pid)]
+
     def cpu_seconds(self) -> float:
         """CPU time of the runner and of the children it reaped, until now (0 once it is reaped)."""
         fields = stat_fields(self.process.pid)
@@ -318,6 +323,11 @@ class Runners:
     @property
     def sessions(self) -> tuple[int, ...]:
         return self.candidate.process.pid, self.reference.process.pid
+
+    def processes(self) -> list[int]:
+        """The runner's process id and those of the processes in its cgroup (what it started, wherever they went)."""
+        members = self.freezer.members() if self.freezer is not None else []
+        return [self.process.pid, *(pid for pid in members if pid != self.process.pid)]
 
     def cpu_seconds(self) -> float:
         """CPU time of both runners and of the children they reaped (the compilers among them), until now."""

@@ -9,7 +9,8 @@
   nor signal the judge. Its /dev/shm is a tmpfs of the judge's mount namespace where it can be (`private_shm`),
   which goes with the judge and its runners.
 - No clone3 (a seccomp filter answers ENOSYS): its CLONE_INTO_CGROUP would start a child outside the
-  runner's cgroup, which the judge freezes while the reference is timed (kbench/freezer.py).
+  runner's cgroup, which the judge freezes while the reference is timed (kbench/freezer.py). No
+  sched_setaffinity (EPERM): the judge pins it to one CPU while it is timed (processes.on_one_cpu).
 - No new privileges; as root, no network (a fresh network namespace) and no capabilities, so it cannot
   ptrace the judge or read its memory (the judge also makes itself non-dumpable: judge_protection).
 - No core files.
@@ -51,7 +52,9 @@ _SECCOMP_SET_MODE_FILTER = 0
 _SECCOMP_FILTER_FLAG_SPEC_ALLOW = 1 << 2
 _SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}.get(platform.machine())
 _SYS_CLONE3 = 435  # the same number on every architecture (Linux 5.3's common table)
+_SYS_SCHED_SETAFFINITY = {"x86_64": 203, "aarch64": 122}.get(platform.machine(), 0xFFFFFFFF)
 _ENOSYS = 38
+_EPERM = 1
 
 
 def _libc():
@@ -158,18 +161,22 @@ class _SockFprog(ctypes.Structure):
 def _refuse_clone3(libc) -> list[str]:
     """A seccomp filter that answers clone3 with ENOSYS: clone3(CLONE_INTO_CGROUP) would start a child in another
     cgroup given only a directory descriptor, which Landlock lets it open, and out of the freezer's reach
-    (kbench/freezer.py). C libraries fall back to clone on ENOSYS, so threads and processes start as before.
-    (No maintained seccomp binding is installed with torch; the filter is five instructions.)"""
-    program = (_SockFilter * 5)(
+    (kbench/freezer.py). C libraries fall back to clone on ENOSYS, so threads and processes start as before. It
+    answers sched_setaffinity with EPERM: on a CPU the judge pins both runners to its own CPU while they are timed
+    (processes.on_one_cpu), and a runner that moved itself to an idle CPU would leave the load it shared to the
+    other side. (No maintained seccomp binding is installed with torch; the filter is seven instructions.)"""
+    program = (_SockFilter * 7)(
         _SockFilter(0x20, 0, 0, 0),                         # load the system call's number
         _SockFilter(0x54, 0, 0, 0xBFFFFFFF),                # without x86's x32 bit
         _SockFilter(0x15, 0, 1, _SYS_CLONE3),               # clone3? then the next, else skip it
         _SockFilter(0x06, 0, 0, 0x00050000 | _ENOSYS),      # return the error ENOSYS
+        _SockFilter(0x15, 0, 1, _SYS_SCHED_SETAFFINITY),    # sched_setaffinity? then the next, else skip it
+        _SockFilter(0x06, 0, 0, 0x00050000 | _EPERM),       # return the error EPERM
         _SockFilter(0x06, 0, 0, 0x7FFF0000))                # allow
     filters = _SockFprog(len(program), program)
     if _install_filter(libc, filters) != 0:
-        return [f"clone3 not refused: a child may be started outside the runner's cgroup "
-                f"({os.strerror(ctypes.get_errno())})"]
+        return [f"clone3 and sched_setaffinity not refused: a child may be started outside the runner's cgroup, "
+                f"and the runner may leave the CPU it is timed on ({os.strerror(ctypes.get_errno())})"]
     return []
 
 
