@@ -18,7 +18,7 @@ import torch
 
 from kbench.failures import RUNNER_REPORTS, Evidence, Kind, Party, Stop
 from kbench.judge.remote_process import RunnerDied, RunnerProcess, RunnerSilent, describe_exit
-from kbench.layouts import laid_out, nbytes, plain, reach, storage_bytes
+from kbench.layouts import laid_out, nbytes, plain, storage_bytes
 from kbench.loading import release_cached_memory, synchronize, tensor_bytes
 from kbench.runner import wire
 from kbench.runner.arenas import dtype_name, dtype_of
@@ -72,6 +72,7 @@ class RemoteModel:
         self.private: dict[int, torch.Tensor] = {}  # the judge's copies of the ring's output slots, by output index
         self.staged: list = []  # the last call's arguments as the runner saw them (arena views; None: not a tensor)
         self.imports = Imports(runner.device) if runner.device.type == "cuda" else None  # held outputs' memory
+        self.slot_lists: dict[int, tuple[tuple, list]] = {}  # per output: its slots in the judge's buffer, listed
 
     def __call__(self, *inputs):
         return self.call(list(inputs))
@@ -88,7 +89,7 @@ class RemoteModel:
         on a card they may hold gigabytes the judge needs meanwhile."""
         self.close_held()  # before the runner frees what they map
         self._reply(self.runner.request({"op": "release"}))
-        self.staged, self.private, self.ring_slots = [], {}, []
+        self.staged, self.private, self.ring_slots, self.slot_lists = [], {}, [], {}
         self.runner.arenas.close()
         if self.runner.device.type == "cuda":
             torch.cuda.ipc_collect()  # arenas the runner mapped wait in torch's limbo until it let go
@@ -233,15 +234,22 @@ class RemoteModel:
             for call in held.calls:
                 place = call[index] if index < len(call) else None
                 if place is None:
-                    raise HoldUnusable(f"output {index} of a call was copied, not held (memory the driver does "
-                                       f"not share)")
-                sources.append(self.imports.view(held.handles[place.handle], place, dtype, shape))
-                spans.append((held.handles[place.handle], place.at + place.offset * sources[-1].element_size(),
-                              place.at + reach(dtype, shape, place.stride, place.offset)))
-            torch._foreach_copy_(list(ring.unbind(0)), sources)
+                    raise HoldUnusable(f"output {index} of a call is in memory the driver does not share")
+                handle = held.handles[place.handle]
+                source, start, end = self.imports.place(handle, place, dtype, shape)
+                sources.append(source)
+                spans.append((handle, start, end))
+            torch._foreach_copy_(self._slot_list(ring, index), sources)
         if not shared and _overlapping(spans):
             raise HoldUnusable("two calls' outputs share memory (a later call may have overwritten an earlier one's)")
         return rings
+
+    def _slot_list(self, ring: torch.Tensor, index: int) -> list[torch.Tensor]:
+        """Output `index`'s slots in `ring` as a list of tensors, made once per layout of the ring."""
+        key = (index, ring.data_ptr(), ring.dtype, tuple(ring.shape), tuple(ring.stride()))
+        if self.slot_lists.get(index, (None,))[0] != key:
+            self.slot_lists[index] = (key, list(ring.unbind(0)))
+        return self.slot_lists[index][1]
 
     def _readable(self, reply: wire.CallReply) -> list[tuple[str, int, torch.dtype, tuple]]:
         """Per output the reply describes: its slots' arena and stride, its dtype and shape; a Stop where it is not

@@ -24,22 +24,24 @@ class Ring:
         self.calls: list[list] = []
         self.slots: list[tuple[torch.Tensor, int]] = []
         self.kept = None
-        self.held: list[torch.Tensor] = []
+        self.held: list[list[torch.Tensor]] = []  # per call of the last batch, its plain outputs (with `hold`)
+        self.exports = Exports()
 
     def load(self, calls: list[list], slots: list[tuple[torch.Tensor, int]]) -> None:
         self.calls, self.slots = calls, slots
 
     def clear(self) -> None:
         self.calls, self.slots, self.kept, self.held = [], [], None, []
+        self.exports = Exports()  # the memory it named may go back to the driver now
 
     def batch(self, model, message: dict, device: torch.device) -> dict:
         """`count` calls, call i on the ring's input set i; then the device is synchronised and the reply sent. Each
         call's outputs are copied into slot i of the output arenas or, with `hold` (on a GPU), left where the call
-        put them, kept alive until the next batch and named in the reply by their allocations' IPC handles (held.py;
-        an output the driver will not export is copied). The judge's clock runs from its request until it holds its
-        own copy of every output (kbench/judge/remote.py); this process times nothing. The work per call beside the
-        model's is kept small (the slots' views are made once per batch): on a GPU it overlaps the calls' kernels.
-        With `kept`, each call returns the kept outputs at no cost."""
+        put them, kept alive until the next batch and named in the reply, after the synchronisation, by their
+        allocations' IPC handles (held.py; None for one the driver will not export). The judge's clock runs from
+        its request until it holds its own copy of every output (kbench/judge/remote.py); this process times
+        nothing. The work per call beside the model's is kept small (the slots' views are made once per batch): on
+        a GPU it overlaps the calls' kernels. With `kept`, each call returns the kept outputs at no cost."""
         self.held = []  # the last batch's outputs go: the allocator can hand this batch's calls the same memory
         if message.get("kept"):
             kept = self.kept
@@ -47,8 +49,7 @@ class Ring:
         count = int(message["count"])
         if count > len(self.calls):
             return _failure(f"a batch of {count} on a ring of {len(self.calls)}")
-        exports = Exports() if message.get("hold") and device.type == "cuda" else None
-        places: list[list] = []  # per call, per plain output: where it was left (None: in its slot)
+        hold = bool(message.get("hold")) and device.type == "cuda"
         reply: dict = {"sequence": False, "outputs": [], "aliases_input": []}
         batch = self.calls[:count]
         advance_versions([item for arguments in batch for item in arguments])  # the judge wrote new contents
@@ -66,26 +67,27 @@ class Ring:
                         targets = [ring.unbind(0) for ring in rings]  # each call's slot, made once
                     elif _layout(items, sequence) != layout:
                         return _failure(f"call {index} of a batch returned outputs unlike call 0's")
-                    places.append([self._leave(item, target[index], exports)
-                                   for target, item in zip(targets, (item for item in items if is_plain(item)))])
+                    plain = [item for item in items if is_plain(item)]
+                    if hold:
+                        self.held.append(plain)
+                    else:
+                        for target, item in zip(targets, plain):
+                            target[index].copy_(item.detach())
             synchronize(device)
+            if hold:
+                reply["held"] = self._named()
         except Exception as error:
             traceback.print_exc()
             return _failure(one_line(error))
-        if exports is not None:
-            reply["held"] = {"handles": exports.to_wire(),
-                             "calls": [[None if place is None else place.to_wire() for place in call]
-                                       for call in places]}
         return reply
 
-    def _leave(self, item: torch.Tensor, slot: torch.Tensor, exports: "Exports | None"):
-        """A call's output held where it is (its place), or copied into its slot (None)."""
-        place = exports.export(item) if exports is not None and item.numel() else None
-        if place is None:
-            slot.copy_(item.detach())
-        else:
-            self.held.append(item)
-        return place
+    def _named(self) -> dict:
+        """The held outputs' places, per call, per plain output (None: an empty one, or one the driver will not
+        export)."""
+        self.exports.begin()
+        calls = [[place.to_wire() if item.numel() and (place := self.exports.export(item)) is not None else None
+                  for item in call] for call in self.held]
+        return {"handles": self.exports.to_wire(), "calls": calls}
 
     def keep(self, model, device: torch.device) -> dict:
         """The model's outputs on the ring's first input set, kept (untimed): the judge's calibration batches return

@@ -58,29 +58,48 @@ def _address_range(pointer: int) -> tuple[int, int] | None:
 
 
 class Exports:
-    """The runner's side, one batch at a time: each output's allocation exported once (the first output in it asks
-    the driver), and the handles in the order first named."""
+    """The runner's side: each held output named by its allocation's handle, once its batch has synchronised (a
+    driver call between calls could stall their launches). An allocation's handle is asked of the driver once and
+    kept for later batches (a runner's allocator hands them the same memory); `begin` starts a batch's table of
+    handles, in the order first named."""
 
     def __init__(self):
+        self.known: dict[tuple[int, int], bytes] = {}  # (allocation base, size) -> its handle
+        self.pointers: dict[int, tuple[int, bytes]] = {}  # an output's address -> its allocation's base, handle
         self.handles: list[bytes] = []
-        self.ranges: list[tuple[int, int]] = []  # per handle: the allocation's base and end
+        self.numbers: dict[bytes, int] = {}
+
+    def begin(self) -> None:
+        self.handles, self.numbers = [], {}
 
     def export(self, item: torch.Tensor) -> HeldRef | None:
         """`item` named by its allocation's handle, or None: memory the driver will not export (imported from
         another process, mapped by cuMem*, not a device allocation)."""
         start = item.untyped_storage().data_ptr()
-        number = next((index for index, (base, end) in enumerate(self.ranges) if base <= start < end), None)
-        if number is None:
-            found = _address_range(start)
-            if found is None:
-                return None
-            handle = _Handle()
-            if _cuda().cuIpcGetMemHandle(ctypes.byref(handle), ctypes.c_uint64(found[0])):
-                return None
-            number = len(self.handles)
-            self.handles.append(bytes(handle))
-            self.ranges.append((found[0], found[0] + found[1]))
-        return HeldRef(number, start - self.ranges[number][0], tuple(item.stride()), item.storage_offset())
+        base, handle = self.pointers.get(start) or self._allocation(start)
+        if handle is None:
+            return None
+        number = self.numbers.setdefault(handle, len(self.handles))
+        if number == len(self.handles):
+            self.handles.append(handle)
+        return HeldRef(number, start - base, tuple(item.stride()), item.storage_offset())
+
+    def _allocation(self, start: int) -> tuple[int, bytes | None]:
+        """The base and handle of the allocation holding address `start`, asked of the driver (None: no handle).
+        Kept by address: the next batches' outputs mostly land where this one's did, and the allocator returns its
+        memory to the driver only when emptied (a handle kept past that names memory gone or reused, which the judge
+        reads wrong and times again with copies)."""
+        found = _address_range(start)
+        if found is None:
+            return 0, None
+        handle = self.known.get(found)
+        if handle is None:
+            exported = _Handle()
+            if _cuda().cuIpcGetMemHandle(ctypes.byref(exported), ctypes.c_uint64(found[0])):
+                return 0, None
+            handle = self.known[found] = bytes(exported)
+        self.pointers[start] = (found[0], handle)
+        return found[0], handle
 
     def to_wire(self) -> list[str]:
         return [base64.b64encode(handle).decode() for handle in self.handles]
@@ -94,26 +113,36 @@ class Imports:
     def __init__(self, device: torch.device):
         self.device = device
         self.opened: dict[bytes, tuple[int, torch.Tensor]] = {}  # handle -> (address here, the allocation's bytes)
+        self.places: dict[tuple, tuple[torch.Tensor, int, int]] = {}  # a place's view and byte span, once made
         self.used: set[bytes] = set()
 
-    def view(self, handle: bytes, ref: HeldRef, dtype: torch.dtype, shape) -> torch.Tensor:
-        """Output `ref` of `dtype` and `shape` over its opened allocation; HoldUnusable if it does not open or reaches
-        beyond it."""
+    def place(self, handle: bytes, ref: HeldRef, dtype: torch.dtype, shape) -> tuple[torch.Tensor, int, int]:
+        """Output `ref` of `dtype` and `shape` over its opened allocation, and the bytes it spans there (start, end);
+        HoldUnusable if it does not open or reaches beyond it. Made once per place: a runner's outputs land in the
+        same places batch after batch, and a view made per call would cost more than many a call."""
+        key = (handle, ref.at, ref.stride, ref.offset, dtype, tuple(shape))
+        self.used.add(handle)
+        found = self.places.get(key)
+        if found is None:
+            found = self.places[key] = self._viewed(handle, ref, dtype, tuple(shape))
+        return found
+
+    def _viewed(self, handle: bytes, ref: HeldRef, dtype: torch.dtype, shape: tuple) -> tuple[torch.Tensor, int, int]:
         allocation = self._open(handle)
-        element = torch.empty((), dtype=dtype).element_size()
+        element = dtype.itemsize
         if ref.at % element:
             raise HoldUnusable(f"an output {ref.at} bytes into its allocation, not aligned for {dtype}")
         offset = ref.at // element + ref.offset
         try:
-            if reach(dtype, shape, ref.stride, offset) > allocation.numel() or len(ref.stride) != len(shape):
+            if len(ref.stride) != len(shape) or reach(dtype, shape, ref.stride, offset) > allocation.numel():
                 raise ValueError("beyond its allocation")
         except ValueError as error:
             raise HoldUnusable(f"an output that does not lie in its allocation ({error})")
         viewed = torch.empty(0, dtype=dtype, device=allocation.device)
-        return viewed.set_(allocation.untyped_storage(), offset, tuple(shape), ref.stride)
+        viewed.set_(allocation.untyped_storage(), offset, shape, ref.stride)
+        return viewed, offset * element, reach(dtype, shape, ref.stride, offset)
 
     def _open(self, handle: bytes) -> torch.Tensor:
-        self.used.add(handle)
         if handle in self.opened:
             return self.opened[handle][1]
         if len(handle) != HANDLE_BYTES:
@@ -133,8 +162,10 @@ class Imports:
         return allocation
 
     def close_unused(self) -> None:
-        """Close the allocations no view since the last call named (once the judge's copies from them are done)."""
-        for handle in [handle for handle in self.opened if handle not in self.used]:
+        """Close the allocations no place since the last call named (once the judge's copies from them are done)."""
+        unused = {handle for handle in self.opened if handle not in self.used}
+        self.places = {key: found for key, found in self.places.items() if key[0] not in unused}
+        for handle in unused:
             pointer, _ = self.opened.pop(handle)
             _close(pointer, self.device)
         self.used = set()
