@@ -61,18 +61,20 @@ def test_correct_result_carries_check_numbers_and_timings(cpu_config):
 
 
 def test_the_judge_s_clock_line_names_the_parts_of_its_resolution(cpu_config):
-    """The evaluation's log gives the plan of the batches (timed_sides.plan_batches): the fixed cost, the judge's own
-    copy of one slot within it, a batch of no calls, and the resolution the unverified_time flag uses, which is the
-    runner's share of the fixed cost: measured, not left at the whole fixed cost."""
+    """The evaluation's log gives the plan of the batches (timed_sides.plan_batches): the fixed cost per batch, the
+    judge's copy per call, its own copy of one slot, a batch of no calls, and the resolution the unverified_time flag
+    uses, which is the runner's share of the fixed cost (less the launch of the judge's copy): measured, not left at
+    the whole fixed cost."""
     log = Path(judged(cpu_config, "axpy/correct.py").log_path).read_text()
     line = next(line for line in log.splitlines() if "kbench: judge's clock: batches of" in line)
     number = r"([0-9.e+-]+)"
     count = int(re.search(r"batches of (\d+) call", line).group(1))
-    fixed, slot, empty, resolution = (float(re.search(pattern, line).group(1)) for pattern in (
-        rf"fixed cost {number} ms per batch", rf"own copy of one slot {number} ms", rf"a batch of no calls {number} ms",
-        rf"resolution {number} ms per call"))
-    assert 0 < slot < fixed and empty > 0, line
-    assert resolution * count == pytest.approx(max(fixed - slot, min(empty, fixed)), rel=0.01, abs=1e-6), line
+    fixed, copy, slot, empty, resolution = (float(re.search(pattern, line).group(1)) for pattern in (
+        rf"fixed cost {number} ms per batch", rf"copy of the outputs {number} ms per call",
+        rf"own copy of one slot {number} ms", rf"a batch of no calls {number} ms", rf"resolution {number} ms per call"))
+    assert 0 < copy <= slot and 0 < slot and empty > 0, line
+    launch = max(slot - copy, 0.0)
+    assert resolution * count == pytest.approx(max(fixed - launch, min(empty, fixed)), rel=0.01, abs=1e-6), line
 
 
 def phase_seconds(result) -> dict[str, float]:

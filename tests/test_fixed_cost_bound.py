@@ -66,3 +66,16 @@ def test_the_resolution_is_the_runner_s_share_of_the_fixed_cost_not_the_judge_s_
     slow_handling = BatchPlan(count=2, overhead_ms=0.5, copy_ms=0.0, estimate_ms=1.0, slot_copy_ms=0.4,
                               handling_ms=0.9)
     assert slow_handling.resolution_ms == 0.5 / 2  # and never above the whole fixed cost
+
+
+def test_the_judge_s_copy_of_every_slot_is_in_the_fixed_cost_the_first_one_included():
+    """fixed_cost's intercept holds what a batch does once; the judge's copy of each slot is in the batches' slope
+    (a batch of n kept calls copies n slots), so the fixed cost per batch counts it for every call of the batch: left
+    out for the first, each call carried a share of one slot's copy (relu_large, outputs of 1 GB, read 0.91 ms per
+    call against 0.50 ms of kernels on an H200). Only the copy's launch, in the intercept, is left out of the
+    resolution."""
+    from kbench.judge.timed_sides import BatchPlan
+
+    plan = BatchPlan(count=4, overhead_ms=0.5, copy_ms=0.3, estimate_ms=2.0, slot_copy_ms=0.35, handling_ms=0.1)
+    assert abs(plan.fixed_ms - (0.5 + 4 * 0.3)) < 1e-9
+    assert abs(plan.resolution_ms - (0.5 - 0.05) / 4) < 1e-9

@@ -19,8 +19,8 @@ from kbench.judge.progress import Context
 from kbench.judge.remote_process import RunnerDied
 from kbench.runner.held import HoldUnusable
 from kbench.results import ClockRecord, Timing
-from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, fixed_cost,
-                                      output_sizes, plan_batches, rebased, ring_room, runner_side)
+from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, copies_ms, default_is_reference,
+                                      fixed_cost, output_sizes, plan_batches, rebased, ring_room, runner_side)
 from kbench.judge.trials import TrialsResult
 from kbench.processes import on_one_cpu
 
@@ -162,8 +162,11 @@ def time_alone(timed_reference, make_inputs, context: Context) -> tuple[Timing, 
 
 
 def _alone(timed_reference, ring: list, flush, hold: bool, context: Context) -> timing.Samples:
-    """The reference's batches of one call on `ring`, with their outputs held or not (`hold`), and their fixed cost."""
+    """The reference's batches of one call on `ring`, with their outputs held or not (`hold`), less their fixed cost
+    (what a batch costs beyond its call, the judge's copy of its slot included)."""
     fixed_ms = fixed_cost(timed_reference, ring, timing.do_nothing, flush, context, hold)
+    if len(ring) > 1:
+        fixed_ms += copies_ms(timed_reference, len(ring), context, hold)[1]
     side = runner_side(lambda: timed_reference.run_batch(1, hold=hold), timing.do_nothing, context,
                        timing.do_nothing, BatchTimer(flush, 1), timed_reference)
     config = context.config

@@ -103,12 +103,12 @@ class BatchPlan:
     """How the timing loop batches: the same for every side."""
 
     count: int                   # calls per batch
-    overhead_ms: float           # what a batch costs beyond its calls (fixed_cost): requests, replies, the first call's
-                                 # extra work, the judge's copy of one slot
-    copy_ms: float               # the judge's copy of each further slot of the outputs, per call
+    overhead_ms: float           # what a batch costs beyond its calls and their slots (fixed_cost): requests, replies,
+                                 # the first call's extra work, the judge's copy's launch
+    copy_ms: float               # the judge's copy of each slot of the outputs, per call
     estimate_ms: float           # a call's time, first estimate (the faster of the two sides)
     limit: str = ""              # what held `count` below what the resolution asked for ("" when nothing did)
-    slot_copy_ms: float = 0.0    # the judge's copy of one slot of every output (part of overhead_ms)
+    slot_copy_ms: float = 0.0    # the judge's copy of one slot of every output, launch and all
     handling_ms: float = 0.0     # a batch of no calls in the reference's runner: a runner's handling of a request
     hold: bool = False           # outputs read where the calls left them (runner/held.py), not copied into slots
     candidate_ring: list | None = None   # each input set's buffers, in the candidate's runner's arenas
@@ -116,23 +116,25 @@ class BatchPlan:
 
     @property
     def fixed_ms(self) -> float:
-        return self.overhead_ms + (self.count - 1) * self.copy_ms
+        return self.overhead_ms + self.count * self.copy_ms
 
     @property
     def resolution_ms(self) -> float:
         """What the judge's clock cannot tell apart from a call: the part of its fixed cost per batch that a runner's
-        own handling of a batch could shift, spread over the batch's calls. That is the fixed cost less the judge's
-        own copy of one slot, which no runner makes cheaper (for large outputs it is most of the fixed cost), and
-        never less than a batch of no calls."""
-        runner_ms = max(self.overhead_ms - self.slot_copy_ms, min(self.handling_ms, self.overhead_ms))
+        own handling of a batch could shift, spread over the batch's calls. That is the fixed cost per batch less
+        what of the judge's own copy it holds (no runner makes that cheaper: the copy of one slot less what each slot
+        adds), and never less than a batch of no calls."""
+        launch_ms = max(self.slot_copy_ms - self.copy_ms, 0.0)
+        runner_ms = max(self.overhead_ms - launch_ms, min(self.handling_ms, self.overhead_ms))
         return runner_ms / self.count
 
     def describe(self) -> str:
         limited = f", held there by {self.limit}" if self.limit else ""
         outputs = "read where the calls left them" if self.hold else "copied into the ring's slots by the runner"
         return (f"batches of {self.count} call(s), outputs {outputs} (a call first estimated at "
-                f"{self.estimate_ms:.3g} ms; the judge's fixed cost {self.overhead_ms:.3g} ms per batch, its own copy of one slot {self.slot_copy_ms:.3g} ms "
-                f"of it, and its copy of the outputs {self.copy_ms:.3g} ms per further call, subtracted; a batch of "
+                f"{self.estimate_ms:.3g} ms; the judge's fixed cost {self.overhead_ms:.3g} ms per batch and its copy "
+                f"of the outputs {self.copy_ms:.3g} ms per call, subtracted; its own copy of one slot "
+                f"{self.slot_copy_ms:.3g} ms; a batch of "
                 f"no calls {self.handling_ms:.3g} ms; resolution {self.resolution_ms:.3g} ms per call{limited})")
 
 
@@ -172,7 +174,7 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
     if plan.count > len(plan.reference_ring):
         _load_rings(plan, plan.count, rounds, timed_reference, candidate_model, output_bytes)
     rounds.count = plan.count  # the timing loop's rounds make that many sets
-    plan.slot_copy_ms, plan.copy_ms = _copies_ms(timed_reference, len(plan.reference_ring), context, hold)
+    plan.slot_copy_ms, plan.copy_ms = copies_ms(timed_reference, len(plan.reference_ring), context, hold)
     plan.handling_ms = empty_ms(timed_reference, context)
     print(f"kbench: judge's clock: {plan.describe()}", flush=True)  # the evaluation's log
     return plan
@@ -220,16 +222,17 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
     batch's time, and an inflated fixed cost reads the calls faster than they are) of batches of one call and of as
     many as the ring holds (CALIBRATION_CALLS at most) in the reference's runner, each timed as the timing loop
     times it (its ring refilled, the candidate's runner stopped, L2 flushed), whose calls return the reference's
-    outputs kept from one real call (RemoteModel.keep) and so cost nothing but their copies: no model's own
-    first-call work counts as the fixed cost, which a faster candidate would then be timed below. It holds all a
-    batch does once, wherever it happens: the request and the reply, the synchronisations, the first call's
-    handling, the judge's copy of one slot. `refill`: before each batch, what the timing loop does to the ring.
-    `hold`: the outputs read where the calls left them, as the timing loop's batches read them.
-    Where the ring holds one input set (inputs too large for two), a batch of no calls and the judge's copy of one
-    slot stand in for it."""
+    outputs kept from real calls on the ring's input sets (RemoteModel.keep) and so cost nothing but their copies:
+    no model's own first-call work counts as the fixed cost, which a faster candidate would then be timed below. It
+    holds all a batch does once, wherever it happens: the request and the reply, the synchronisations, the first
+    call's handling, the judge's copy's launch; not the copy of each slot (copies_ms, per call: it is in the
+    batches' slope). `refill`: before each batch, what the timing loop does to the ring. `hold`: the outputs read
+    where the calls left them, as the timing loop's batches read them. Where the ring holds one input set (inputs
+    too large for two; batches of one call), a batch of no calls and the judge's copy of one slot stand in for it."""
+    if hold or len(ring) > 1:
+        timed_reference.keep()
     if len(ring) < 2:
-        return empty_ms(timed_reference, context) + _copies_ms(timed_reference, 1, context, hold)[0]
-    timed_reference.keep()
+        return empty_ms(timed_reference, context) + copies_ms(timed_reference, 1, context, hold)[0]
     sizes = (1, len(ring))
     sides = [runner_side(lambda count=count: timed_reference.run_batch(count, kept=True, hold=hold), refill, context,
                          timing.do_nothing, BatchTimer(flush, count), timed_reference) for count in sizes]
@@ -252,9 +255,9 @@ def empty_ms(timed_reference, context: Context) -> float:
     return statistics.median(walls)
 
 
-def _copies_ms(timed_reference, slots: int, context: Context, hold: bool = False) -> tuple[float, float]:
+def copies_ms(timed_reference, slots: int, context: Context, hold: bool = False) -> tuple[float, float]:
     """The judge's own copies of the outputs, timed with the candidate's runner stopped: (its copy of one slot of
-    every output, what each further slot adds: the slope of copies of one slot and of `slots`; 0 with `slots` 1).
+    every output, what each slot adds: the slope of copies of one slot and of `slots`; 0 with `slots` 1).
     `hold`: copies of outputs held in the reference's runner, as the timing loop's batches make them."""
     context.runner.pause()
     try:

@@ -23,7 +23,7 @@ class Ring:
     def __init__(self):
         self.calls: list[list] = []
         self.slots: list[tuple[torch.Tensor, int]] = []
-        self.kept = None
+        self.kept: list = []
         self.held: list[list[torch.Tensor]] = []  # per call of the last batch, its plain outputs (with `hold`)
         self.exports = Exports()
 
@@ -31,7 +31,7 @@ class Ring:
         self.calls, self.slots = calls, slots
 
     def clear(self) -> None:
-        self.calls, self.slots, self.kept, self.held = [], [], None, []
+        self.calls, self.slots, self.kept, self.held = [], [], [], []
         self.exports = Exports()  # the memory it named may go back to the driver now
 
     def batch(self, model, message: dict, device: torch.device) -> dict:
@@ -44,8 +44,10 @@ class Ring:
         a GPU it overlaps the calls' kernels. With `kept`, each call returns the kept outputs at no cost."""
         self.held = []  # the last batch's outputs go: the allocator can hand this batch's calls the same memory
         if message.get("kept"):
-            kept = self.kept
-            model = lambda *arguments: kept  # noqa: E731 (calls that cost nothing, outputs laid out as the model's)
+            if not self.kept:
+                return _failure("a batch of kept outputs before any were kept")
+            kept = iter(self.kept * (int(message["count"]) // max(len(self.kept), 1) + 1))
+            model = lambda *arguments: next(kept)  # noqa: E731 (calls that cost nothing, laid out as the model's)
         count = int(message["count"])
         if count > len(self.calls):
             return _failure(f"a batch of {count} on a ring of {len(self.calls)}")
@@ -90,12 +92,13 @@ class Ring:
         return {"handles": self.exports.to_wire(), "calls": calls}
 
     def keep(self, model, device: torch.device) -> dict:
-        """The model's outputs on the ring's first input set, kept (untimed): the judge's calibration batches return
-        them in place of calls (judge/timed_sides.py fixed_cost), so that what a batch costs beyond its calls, the
-        outputs' copies and all, is measured with calls that cost nothing."""
+        """The model's outputs on each of the ring's input sets, kept (untimed): the judge's calibration batches
+        return them in place of calls, call i set i's (judge/timed_sides.py fixed_cost), so that what a batch costs
+        beyond its calls, the outputs' copies and all, is measured with calls that cost nothing, their outputs
+        where distinct calls leave them."""
         self.held = []
         try:
-            self.kept = model(*self.calls[0])
+            self.kept = [model(*arguments) for arguments in self.calls]
             synchronize(device)
         except Exception as error:
             traceback.print_exc()
