@@ -98,3 +98,23 @@ def test_every_tensor_argument_is_on_the_evaluation_s_device():
     init = reference_init_inputs(problem, 0, device)
     assert [value.device.type for value in made[:2]] == ["meta", "meta"] and made[2] == 4
     assert init[0].device.type == "meta" and init[1] == 5
+
+
+def test_the_batch_is_sized_at_the_pace_of_the_fastest_round_of_inputs(tmp_path):
+    """timed_sides._affordable: a first round of inputs that is slow by itself (here 50 ms, then 1 ms a set) does not
+    hold every batch to a few calls."""
+    from kbench.judge.timed_sides import MAX_ROUND_INPUTS_MS, _affordable
+
+    progress = Progress(tmp_path / "progress.json")
+    context = Context(RunConfig(device="cpu"), torch.device("cpu"), progress, Findings(progress))
+    pauses = iter([0.05] + [0.001] * 20)
+
+    def make(seed):
+        time.sleep(next(pauses))
+        return [torch.randn(8)]
+    rounds = fresh.FreshRounds(make, reference_model=None, output_bytes=32, context=context)
+    rounds.new_round()
+    rounds.count = 4
+    rounds.new_round()
+    assert rounds.set_s < 0.01
+    assert _affordable(rounds) >= MAX_ROUND_INPUTS_MS / 2  # a set takes about 1 ms; the average was 9 ms

@@ -12,6 +12,7 @@ sample the runner cannot predict: drawn after both batches), which are poisoned 
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import time
@@ -45,6 +46,7 @@ class FreshRounds:
         self.random = random.Random(int.from_bytes(os.urandom(8), "little"))
         self.generate_s = 0.0      # seconds spent making contents (untimed, but overhead)
         self.sets_made = 0         # input sets made in them
+        self.set_s = math.inf      # the fastest pace of a round, seconds per set (the first rounds warm up)
         self.count = 1             # input sets per round: the batch's calls (timed_sides.plan_batches sets it)
         self.sets: list[list] = []
         self.check_all = output_bytes <= CHECK_EVERY_CALL_BYTES
@@ -61,8 +63,10 @@ class FreshRounds:
         self.sets = []
         self.sets = [self.make_inputs(self.random.getrandbits(63)) for _ in range(self.count)]
         synchronize(self.context.device)
-        self.generate_s += time.perf_counter() - started
+        spent = time.perf_counter() - started
+        self.generate_s += spent
         self.sets_made += len(self.sets)
+        self.set_s = min(self.set_s, spent / max(len(self.sets), 1))
         self.rounds += 1
         self.candidate_ran = False
         self.candidate_outputs = None  # the judge's copies, kept until the reference runs on these contents

@@ -182,10 +182,11 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
 
 def _affordable(rounds) -> int:
     """Input sets a round can make (each call of a batch has a set of its own, made anew every round) in about
-    MAX_ROUND_INPUTS_MS, at the pace the sets made so far took; unbounded where rounds reuse their contents."""
+    MAX_ROUND_INPUTS_MS, at the pace of the fastest round so far (not of all of them: a first round that is slow
+    by itself would hold every batch short); unbounded where rounds reuse their contents."""
     if not rounds.fresh or not rounds.sets_made:
         return MAX_BATCH_CALLS
-    return max(1, int(MAX_ROUND_INPUTS_MS / (rounds.generate_s * 1e3 / rounds.sets_made)))
+    return max(1, int(MAX_ROUND_INPUTS_MS / max(rounds.set_s * 1e3, 1e-6)))
 
 
 def _load_rings(plan: BatchPlan, count: int, rounds, timed_reference, candidate_model, output_bytes) -> None:
