@@ -19,12 +19,12 @@ import torch
 
 from kbench import flags
 from kbench.config import RunConfig
-from kbench.judge import remote
 from kbench.judge.remote import begin_stand_in
 from kbench.judge.remote_process import RunnerDied, RunnerProcess
 from kbench.results import Status
 from kbench.schedule.child import evaluate
 from kbench.runner import landlock, limits, wire
+from kbench.runner import held
 from kbench.runner.held import HoldUnusable
 
 from conftest import FIXTURES, PROBLEMS
@@ -350,17 +350,17 @@ def test_a_malformed_reply_is_a_protocol_error(reply):
 HANDLE = base64.b64encode(bytes(range(64))).decode()
 
 
-@pytest.mark.parametrize("held", [
+@pytest.mark.parametrize("claimed", [
     "no", {"handles": ["not base64!"], "calls": []}, {"handles": [base64.b64encode(b"short").decode()], "calls": []},
     {"handles": [HANDLE], "calls": [[[1, 0, [1], 0]]]}, {"handles": [HANDLE], "calls": [[[0, -256, [1], 0]]]},
     {"handles": [HANDLE], "calls": [[[0, 0, [-1], 0]]]}, {"handles": [HANDLE], "calls": [[[0, 0, [1]]]]},
     {"handles": [HANDLE], "calls": [[[0, 0, [1] * 65, 0]]]},
 ])
-def test_held_outputs_the_judge_cannot_read_are_a_protocol_error(held):
+def test_held_outputs_the_judge_cannot_read_are_a_protocol_error(claimed):
     """A batch's held outputs (runner/held.py) name handles the batch sent and places in them counted from 0: the
     judge reads nothing before it has checked them."""
     with pytest.raises(wire.ProtocolError):
-        wire.CallReply.from_wire({"outputs": [], "held": held})
+        wire.CallReply.from_wire({"outputs": [], "held": claimed})
 
 
 def test_held_outputs_are_read_back_as_the_runner_named_them():
@@ -376,7 +376,7 @@ def test_held_outputs_are_read_back_as_the_runner_named_them():
     ([(b"a", 300, 400), (b"a", 0, 301)], True),
 ])
 def test_two_calls_outputs_in_the_same_memory_are_told_apart_from_neighbours(spans, overlapping):
-    assert remote._overlapping(spans) is overlapping
+    assert held.overlapping(spans) is overlapping
 
 
 def test_a_batch_whose_outputs_are_not_all_held_is_read_from_the_slots_or_not_at_all(runner):

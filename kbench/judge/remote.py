@@ -22,7 +22,7 @@ from kbench.layouts import laid_out, nbytes, plain, storage_bytes
 from kbench.loading import release_cached_memory, synchronize, tensor_bytes
 from kbench.runner import wire
 from kbench.runner.arenas import dtype_name, dtype_of
-from kbench.runner.held import HoldUnusable, Imports
+from kbench.runner.held import HoldUnusable, Imports, copy_held, overlapping
 
 _PLAIN_KINDS = ("Tensor", "Parameter")
 
@@ -184,7 +184,7 @@ class RemoteModel:
             self.imports.close()
 
     def keep(self) -> None:
-        """Have the runner keep the model's outputs on the ring's first input set (untimed), for run_batch(kept)."""
+        """Have the runner keep the model's outputs on each of the ring's input sets (untimed), for run_batch(kept)."""
         self._reply(self.runner.request({"op": "keep", "instance": self.instance}))
 
     def copy_ms(self, count: int, hold: bool = False) -> float:
@@ -213,34 +213,19 @@ class RemoteModel:
 
     def _held_copies(self, reply: wire.CallReply, count: int, shared: bool = False) -> list[torch.Tensor]:
         """Per output: each call's output copied out of the runner's memory, where the call left it, into slot i of
-        the judge's buffer for it (one copy launch per output for the batch), seen as [count, *shape]. HoldUnusable
-        where the reply does not name a place for every call's output, or (unless `shared`: the kept outputs, the
-        same for every call) names overlapping places: memory a later call overwrote."""
+        the judge's buffer for it (held.copy_held), seen as [count, *shape]. HoldUnusable where the reply does not
+        name a place for every call's output, or (unless `shared`: kept outputs, which repeat) names overlapping
+        places: memory a later call overwrote."""
         held = reply.held
         if len(held.calls) != count:
             raise HoldUnusable(f"the runner named places for {len(held.calls)} of {count} calls' outputs")
-        readable = self._readable(reply)
         rings, spans = [], []
-        for index, (arena, stride, dtype, shape) in enumerate(readable):
-            private = self.private.get(index)
-            if private is None or private.numel() < count * stride:
-                private = self.private[index] = torch.empty(max(count * stride, 1), dtype=torch.uint8,
-                                                            device=self.runner.device)
-            ring = _slots_view(private, dtype, shape, count, stride)
+        for index, (arena, stride, dtype, shape) in enumerate(self._readable(reply)):
+            ring = _slots_view(self._private(index, count * stride), dtype, shape, count, stride)
             rings.append(ring)
-            if not nbytes(dtype, shape):
-                continue
-            sources = []
-            for call in held.calls:
-                place = call[index] if index < len(call) else None
-                if place is None:
-                    raise HoldUnusable(f"output {index} of a call is in memory the driver does not share")
-                handle = held.handles[place.handle]
-                source, start, end = self.imports.place(handle, place, dtype, shape)
-                sources.append(source)
-                spans.append((handle, start, end))
-            torch._foreach_copy_(self._slot_list(ring, index), sources)
-        if not shared and _overlapping(spans):
+            if nbytes(dtype, shape):
+                spans += copy_held(self.imports, held, index, dtype, shape, self._slot_list(ring, index))
+        if not shared and overlapping(spans):
             raise HoldUnusable("two calls' outputs share memory (a later call may have overwritten an earlier one's)")
         return rings
 
@@ -271,12 +256,17 @@ class RemoteModel:
         return found
 
     def _private_bytes(self, index: int, arena: str, size: int) -> torch.Tensor:
-        """The first `size` bytes of `arena`, copied into a buffer of the judge's kept for output `index` (no allocation
-        between the request and the judge's clock once it exists)."""
+        """The first `size` bytes of `arena`, copied into the judge's buffer for output `index`."""
+        buffer = self._private(index, size)
+        buffer[:size].copy_(self.runner.arenas.buffers[arena][:size])
+        return buffer
+
+    def _private(self, index: int, size: int) -> torch.Tensor:
+        """The judge's buffer for output `index`, `size` bytes at least (no allocation between the request and the
+        judge's clock once it exists)."""
         buffer = self.private.get(index)
         if buffer is None or buffer.numel() < size:
             buffer = self.private[index] = torch.empty(max(size, 1), dtype=torch.uint8, device=self.runner.device)
-        buffer[:size].copy_(self.runner.arenas.buffers[arena][:size])
         return buffer
 
     def reserve_output_room(self) -> None:
@@ -348,16 +338,6 @@ class BatchOutputs:
         """Call `index`'s output, in the structure the runner returned."""
         values = tuple(ring[index] for ring in self.rings)
         return values if self.sequence else values[0]
-
-
-def _overlapping(spans: list[tuple[bytes, int, int]]) -> bool:
-    """Whether any two byte ranges (allocation, start, end) of one allocation overlap."""
-    reached: dict[bytes, int] = {}  # per allocation: the furthest end of the ranges before this one
-    for allocation, start, end in sorted(spans):
-        if start < reached.get(allocation, -1):
-            return True
-        reached[allocation] = max(end, reached.get(allocation, -1))
-    return False
 
 
 def _slot_bytes(size: int) -> int:

@@ -16,7 +16,7 @@ import ctypes
 import torch
 
 from kbench.layouts import reach
-from kbench.runner.wire import HANDLE_BYTES, HeldRef
+from kbench.runner.wire import HANDLE_BYTES, HeldOutputs, HeldRef
 
 _LAZY_PEER_ACCESS = 1  # CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
 
@@ -186,3 +186,31 @@ class _DeviceBytes:
     def __init__(self, pointer: int, size: int):
         self.__cuda_array_interface__ = {"shape": (size,), "typestr": "|u1", "data": (pointer, False),
                                          "version": 3, "strides": None}
+
+
+def copy_held(imports: Imports, held: HeldOutputs, index: int, dtype: torch.dtype, shape,
+              slots: list[torch.Tensor]) -> list[tuple[bytes, int, int]]:
+    """Each call's output `index`, of `dtype` and `shape`, copied from where the runner holds it into its slot (one
+    launch for all); the bytes each one spans in its allocation (handle, start, end). HoldUnusable where a call
+    names no place for it (memory the driver does not share)."""
+    sources, spans = [], []
+    for call in held.calls:
+        place = call[index] if index < len(call) else None
+        if place is None:
+            raise HoldUnusable(f"output {index} of a call is in memory the driver does not share")
+        handle = held.handles[place.handle]
+        source, start, end = imports.place(handle, place, dtype, shape)
+        sources.append(source)
+        spans.append((handle, start, end))
+    torch._foreach_copy_(slots, sources)
+    return spans
+
+
+def overlapping(spans: list[tuple[bytes, int, int]]) -> bool:
+    """Whether any two byte ranges (allocation, start, end) of one allocation overlap."""
+    reached: dict[bytes, int] = {}  # per allocation: the furthest end of the ranges before this one
+    for allocation, start, end in sorted(spans):
+        if start < reached.get(allocation, -1):
+            return True
+        reached[allocation] = max(end, reached.get(allocation, -1))
+    return False

@@ -1,0 +1,53 @@
+"""The judge's reading of held outputs (kbench/runner/held.py), on a CPU: the allocation a handle opens stands in as
+host memory (opening handles is the CUDA driver's; the GPU tests open real ones, tests/test_gpu.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kbench.runner import held
+from kbench.runner.wire import HeldOutputs, HeldRef
+
+HANDLE = bytes(range(64))
+
+
+@pytest.fixture()
+def imports(monkeypatch):
+    """Imports whose one allocation, 4 KiB of host memory, holds 0, 1, 2, ... as float32."""
+    allocation = torch.arange(1024, dtype=torch.float32).view(torch.uint8)
+    found = held.Imports(torch.device("cpu"))
+    monkeypatch.setattr(found, "_open", lambda handle: allocation)
+    return found
+
+
+def test_a_place_is_read_where_the_runner_named_it_and_made_once(imports):
+    view, start, end = imports.place(HANDLE, HeldRef(0, 64, (2, 1), 1), torch.float32, (3, 2))
+    assert torch.equal(view, torch.tensor([[17.0, 18.0], [19.0, 20.0], [21.0, 22.0]]))  # 16 floats in, offset 1
+    assert (start, end) == (68, 92)
+    assert imports.place(HANDLE, HeldRef(0, 64, (2, 1), 1), torch.float32, (3, 2))[0] is view
+
+
+@pytest.mark.parametrize("ref, shape, why", [
+    (HeldRef(0, 2, (1,), 0), (4,), "not aligned"),
+    (HeldRef(0, 4000, (1,), 0), (100,), "does not lie in its allocation"),
+    (HeldRef(0, 0, (1024,), 0), (2, 1), "does not lie in its allocation"),  # its stride reaches past the end
+    (HeldRef(0, 0, (1,), 0), (2, 2), "does not lie in its allocation"),  # a stride per dimension, or none read
+])
+def test_a_place_beyond_its_allocation_is_never_read(imports, ref, shape, why):
+    with pytest.raises(held.HoldUnusable, match=why):
+        imports.place(HANDLE, ref, torch.float32, shape)
+
+
+def test_each_call_s_output_is_copied_into_its_slot(imports):
+    calls = HeldOutputs((HANDLE,), ((HeldRef(0, 0, (1,), 0),), (HeldRef(0, 16, (1,), 0),)))
+    slots = torch.zeros(2, 4)
+    spans = held.copy_held(imports, calls, 0, torch.float32, (4,), list(slots.unbind(0)))
+    assert torch.equal(slots, torch.tensor([[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]))
+    assert spans == [(HANDLE, 0, 16), (HANDLE, 16, 32)] and not held.overlapping(spans)
+
+
+def test_a_call_whose_output_is_not_held_is_refused(imports):
+    calls = HeldOutputs((HANDLE,), ((HeldRef(0, 0, (1,), 0),), (None,)))
+    with pytest.raises(held.HoldUnusable, match="does not share"):
+        held.copy_held(imports, calls, 0, torch.float32, (4,), list(torch.zeros(2, 4).unbind(0)))
