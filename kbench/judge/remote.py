@@ -184,7 +184,7 @@ class RemoteModel:
             self.imports.close()
 
     def keep(self) -> None:
-        """Have the runner keep the model's outputs on each of the ring's input sets (untimed), for run_batch(kept)."""
+        """Have the runner keep the model's outputs on its ring's first input sets (untimed), for run_batch(kept)."""
         self._reply(self.runner.request({"op": "keep", "instance": self.instance}))
 
     def copy_ms(self, count: int, hold: bool = False) -> float:

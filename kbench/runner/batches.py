@@ -16,6 +16,10 @@ from kbench.runner.arenas import aliasing, dtype_name
 from kbench.runner.held import Exports
 
 
+# Outputs keep() keeps: distinct memory for calls in turn, at the cost of that many untimed calls of the reference.
+KEPT_SETS = 2
+
+
 class Ring:
     """The ring's input sets (each a list of arguments, views of the judge's arenas), its output slots (an arena
     buffer and a stride in bytes per output), the outputs `keep` kept, and the last batch's held outputs."""
@@ -92,13 +96,13 @@ class Ring:
         return {"handles": self.exports.to_wire(), "calls": calls}
 
     def keep(self, model, device: torch.device) -> dict:
-        """The model's outputs on each of the ring's input sets, kept (untimed): the judge's calibration batches
-        return them in place of calls, call i set i's (judge/timed_sides.py fixed_cost), so that what a batch costs
-        beyond its calls, the outputs' copies and all, is measured with calls that cost nothing, their outputs
-        where distinct calls leave them."""
+        """The model's outputs on the ring's first input sets (KEPT_SETS of them), kept (untimed): the judge's
+        calibration batches return them in place of calls, in turn (judge/timed_sides.py fixed_cost), so that what a
+        batch costs beyond its calls, the outputs' copies and all, is measured with calls that cost nothing, whose
+        outputs are not all the same memory (a copy of one output over and over can be read from L2)."""
         self.held = []
         try:
-            self.kept = [model(*arguments) for arguments in self.calls]
+            self.kept = [model(*arguments) for arguments in self.calls[:KEPT_SETS]]
             synchronize(device)
         except Exception as error:
             traceback.print_exc()
