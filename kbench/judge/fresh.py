@@ -46,7 +46,7 @@ class FreshRounds:
         self.random = random.Random(int.from_bytes(os.urandom(8), "little"))
         self.generate_s = 0.0      # seconds spent making contents (untimed, but overhead)
         self.sets_made = 0         # input sets made in them
-        self.set_s = math.inf      # the fastest pace of a round, seconds per set (the first rounds warm up)
+        self.set_s = math.inf      # the fastest pace of a round so far, seconds per set
         self.count = 1             # input sets per round: the batch's calls (timed_sides.plan_batches sets it)
         self.sets: list[list] = []
         self.check_all = output_bytes <= CHECK_EVERY_CALL_BYTES

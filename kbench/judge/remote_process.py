@@ -324,11 +324,6 @@ class Runners:
     def sessions(self) -> tuple[int, ...]:
         return self.candidate.process.pid, self.reference.process.pid
 
-    def processes(self) -> list[int]:
-        """The runner's process id and those of the processes in its cgroup (what it started, wherever they went)."""
-        members = self.freezer.members() if self.freezer is not None else []
-        return [self.process.pid, *(pid for pid in members if pid != self.process.pid)]
-
     def cpu_seconds(self) -> float:
         """CPU time of both runners and of the children they reaped (the compilers among them), until now."""
         return self.candidate.cpu_seconds() + self.reference.cpu_seconds()

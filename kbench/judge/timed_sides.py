@@ -134,8 +134,8 @@ class BatchPlan:
         return (f"batches of {self.count} call(s), outputs {outputs} (a call first estimated at "
                 f"{self.estimate_ms:.3g} ms; the judge's fixed cost {self.overhead_ms:.3g} ms per batch and its copy "
                 f"of the outputs {self.copy_ms:.3g} ms per call, subtracted; its own copy of one slot "
-                f"{self.slot_copy_ms:.3g} ms; a batch of "
-                f"no calls {self.handling_ms:.3g} ms; resolution {self.resolution_ms:.3g} ms per call{limited})")
+                f"{self.slot_copy_ms:.3g} ms; a batch of no calls {self.handling_ms:.3g} ms; resolution "
+                f"{self.resolution_ms:.3g} ms per call{limited})")
 
 
 def plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context: Context,
@@ -223,7 +223,7 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
     batch's time, and an inflated fixed cost reads the calls faster than they are) of batches of one call and of as
     many as the ring holds (CALIBRATION_CALLS at most) in the reference's runner, each timed as the timing loop
     times it (its ring refilled, the candidate's runner stopped, L2 flushed), whose calls return the reference's
-    outputs kept from real calls on the ring's input sets (RemoteModel.keep) and so cost nothing but their copies:
+    outputs kept from real calls on the ring's first input sets (RemoteModel.keep) and so cost nothing but their copies:
     no model's own first-call work counts as the fixed cost, which a faster candidate would then be timed below. It
     holds all a batch does once, wherever it happens: the request and the reply, the synchronisations, the first
     call's handling, the judge's copy's launch; not the copy of each slot (copies_ms, per call: it is in the

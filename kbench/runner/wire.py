@@ -190,7 +190,7 @@ class HeldRef:
 @dataclass(frozen=True)
 class HeldOutputs:
     """Where a batch's calls left their outputs: the allocations' CUDA IPC handles, and per call, per plain output,
-    its place in one of them (None: copied into the ring's slot, as every output is without held outputs)."""
+    its place in one of them (None: an empty output, or one in memory the driver does not share)."""
 
     handles: tuple[bytes, ...] = ()
     calls: tuple[tuple[HeldRef | None, ...], ...] = ()
