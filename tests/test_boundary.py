@@ -19,7 +19,7 @@ import torch
 
 from kbench import flags
 from kbench.config import RunConfig
-from kbench.judge.remote import begin_stand_in
+from kbench.judge.instances import begin_stand_in
 from kbench.judge.remote_process import RunnerDied, RunnerProcess
 from kbench.results import Status
 from kbench.schedule.child import evaluate

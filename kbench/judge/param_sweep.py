@@ -15,7 +15,8 @@ from kbench.loading import (build_reference, call_reference, clone, input_maker,
                             reference_init_inputs, synchronize)
 from kbench.problem import describe_overrides, overridden
 from kbench.judge.progress import Context
-from kbench.judge.remote import OutputRoom, new_candidate
+from kbench.judge.instances import new_candidate
+from kbench.judge.output_room import OutputRoom
 from kbench.results import SweepResult
 from kbench.judge.trials import ask_truth
 

@@ -17,7 +17,9 @@ from kbench.judge import guards
 from kbench.judge.measure import TimingRecord, time_alone
 from kbench.judge.progress import Context
 from kbench.judge.quiet import QuietGpu
-from kbench.judge.remote import OutputRoom, RemoteModel, begin_stand_in
+from kbench.judge.instances import begin_stand_in
+from kbench.judge.output_room import OutputRoom
+from kbench.judge.remote import RemoteModel
 from kbench.loading import (build_reference, call_reference, clone, input_maker, reference_init_inputs,
                             release_cached_memory)
 from kbench.op_recording import record_ops

@@ -4,59 +4,28 @@ RemoteModel is a model whose calls run in the runner: the judge puts the argumen
 the runner calls ModelNew on them and copies the outputs into the judge's output arenas, and the judge copies
 them out again at once into memory only it holds. What the runner says about an output (type, dtype, shape,
 device) is checked before its bytes are read; the room it asks for is bounded by what the reference's outputs need
-(OutputRoom). The timing loop's calls come in batches on a ring of input sets (load_ring, run_batch), timed by
-the judge's own clock (timed_sides.py).
+(output_room.py). The timing loop's calls come in batches on a ring of input sets (load_ring, run_batch), timed by
+the judge's own clock (timed_sides.py); on a GPU their outputs are read where the calls left them (runner/held.py).
+Models are built by instances.py.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
 from kbench.failures import RUNNER_REPORTS, Evidence, Kind, Party, Stop
-from kbench.judge.remote_process import RunnerDied, RunnerProcess, RunnerSilent, describe_exit
+from kbench.judge.output_room import OutputRoom
+from kbench.judge.remote_process import RunnerProcess
 from kbench.layouts import laid_out, nbytes, plain, storage_bytes
-from kbench.loading import release_cached_memory, synchronize, tensor_bytes
+from kbench.loading import release_cached_memory, synchronize
 from kbench.runner import wire
 from kbench.runner.arenas import dtype_name, dtype_of
 from kbench.runner.held import HoldUnusable, Imports, copy_held, overlapping
 
 _PLAIN_KINDS = ("Tensor", "Parameter")
-
-# What a candidate's output may take beyond the reference's: twice its bytes and this much (a wider dtype, a
-# different shape: the comparison fails those, with a clearer message than a refusal of room).
-ROOM_SLACK_BYTES = 1 << 20
-
-
-@dataclass(frozen=True)
-class OutputRoom:
-    """The bytes of each tensor the reference returns at the evaluation's sizes (the judge's own reference run): the
-    judge reserves that room for the candidate's outputs before it runs, and gives no more than
-    `allowed(index)` bytes to output `index`, nor room for more outputs, however much the runner asks."""
-
-    sizes: tuple[int, ...]
-
-    @classmethod
-    def of(cls, output) -> "OutputRoom":
-        values = output if isinstance(output, (tuple, list)) else [output]
-        return cls(tuple(tensor_bytes(value) for value in values if isinstance(value, torch.Tensor)))
-
-    def allowed(self, index: int) -> int:
-        return 2 * self.sizes[index] + ROOM_SLACK_BYTES
-
-    def refusal(self, asked: list[int]) -> str | None:
-        """Why the judge gives no room for `asked` (bytes per output), or None."""
-        if len(asked) > len(self.sizes):
-            return f"returned {len(asked)} tensors where the reference returns {len(self.sizes)}"
-        for index, size in enumerate(asked):
-            if size > self.allowed(index):
-                return (f"output {index} takes {size} bytes, more than kbench gives it ({self.allowed(index)}: "
-                        f"twice the reference's {self.sizes[index]} and {ROOM_SLACK_BYTES})")
-        return None
-
 
 class RemoteModel:
     """ModelNew in the runner. Calling it returns outputs in the judge's memory, or raises Stop."""
@@ -83,6 +52,18 @@ class RemoteModel:
         message, self.staged = self.stage(inputs)
         output, reply = self.send(message, mode)
         return output
+
+    def begin(self, op: str, init_inputs: list, seed: int, overrides: dict, **fields) -> Callable[[], "RemoteModel"]:
+        """Start building this model in its runner by `op` ("build", "stand_in") from init arguments staged like a
+        call's; returns what waits for it (and raises the runner's failure)."""
+        message, _ = self.stage(init_inputs, prefix="init")
+        self.runner.send({"op": op, "instance": self.instance, "init": message["args"], "seed": seed,
+                          "overrides": wire.encode_value(dict(overrides)), **fields})
+
+        def built() -> RemoteModel:
+            self._reply(self.runner.reply())
+            return self
+        return built
 
     def release_arenas(self) -> None:
         """Free the runner's arenas and what both processes keep cached for them (the next call makes new ones):
@@ -372,50 +353,3 @@ def _parsed(data: dict) -> wire.CallReply:
         return wire.CallReply.from_wire(data)
     except wire.ProtocolError as error:
         raise Stop(Evidence(Party.CANDIDATE, Kind.BROKE_PROTOCOL, f"the runner's reply broke the protocol: {error}"))
-
-
-def new_candidate(runner: RunnerProcess, init_inputs: list, seed: int, overrides: dict,
-                  room: OutputRoom, precision: str = "float32") -> RemoteModel:
-    """ModelNew(*init_inputs) built in the runner right after `seed` and cast to `precision`, as the reference was,
-    at the sizes `overrides` set (the runner's copy of the problem follows them); the runner's earlier instances
-    go. Every instance, the official trials', the timed one and the sweep's, is built by this alone, under a random
-    name. Its outputs get the `room` the reference's need at these sizes, reserved before it is built."""
-    model = RemoteModel(runner, runner.new_instance(), room=room)
-    model.reserve_output_room()
-    return _built(model, "build", init_inputs, seed, overrides, precision=precision)
-
-
-def begin_stand_in(runner: RunnerProcess, problem_path: str, policy: str, init_inputs: list, seed: int,
-                   overrides: dict, log_path: str = "", precision: str = "float32") -> Callable[[], RemoteModel]:
-    """Start building the problem's own Model in the reference's runner, right after `seed` as the judge's was:
-    the reference the timing loop times (measure.py). Returns what waits for it, so the judge can run its own
-    reference meanwhile. The runner's output goes to `log_path` from then on."""
-    return _begin(RemoteModel(runner, "stand_in", of_reference=True), "stand_in", init_inputs, seed, overrides,
-                  problem=problem_path, policy=policy, log_path=log_path, precision=precision)
-
-
-def _built(model: RemoteModel, op: str, init_inputs: list, seed: int, overrides: dict, **fields) -> RemoteModel:
-    """`model`, built in its runner by `op` from init arguments staged like a call's."""
-    return _begin(model, op, init_inputs, seed, overrides, **fields)()
-
-
-def _begin(model: RemoteModel, op: str, init_inputs: list, seed: int, overrides: dict,
-           **fields) -> Callable[[], RemoteModel]:
-    message, _ = model.stage(init_inputs, prefix="init")
-    model.runner.send({"op": op, "instance": model.instance, "init": message["args"], "seed": seed,
-                       "overrides": wire.encode_value(dict(overrides)), **fields})
-
-    def built() -> RemoteModel:
-        model._reply(model.runner.reply())
-        return model
-    return built
-
-
-def evidence_of(error: RunnerDied, phase: str, party: Party) -> Evidence:
-    """What a runner (`party`'s) that died (with its exit) or did not answer in time (and was killed) tells, in the
-    phase it was lost in; whether it had started (answered ready). verdicts.decide says whose fault it was."""
-    if isinstance(error, RunnerSilent):
-        return Evidence(party, Kind.SILENT, f"{error} while {phase}", phase=phase, started=error.ready)
-    return Evidence(party, Kind.DIED, f"{describe_exit(error.returncode)} while {phase}", phase=phase,
-                    started=error.ready)
-

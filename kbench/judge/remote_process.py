@@ -28,6 +28,7 @@ import torch
 
 import kbench
 from kbench.extensions.cache import BUILT_MODULE, FAILED_BUILD_LOG
+from kbench.failures import Evidence, Kind, Party
 from kbench.freezer import Freezer
 from kbench.processes import WORK_VARIABLE, children_of, is_subreaper, kill_session, signal_name, stat_fields
 from kbench.runner import wire
@@ -348,3 +349,12 @@ def _signal_group(pid: int, signum: int) -> None:
         os.killpg(pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def evidence_of(error: RunnerDied, phase: str, party: Party) -> Evidence:
+    """What a runner (`party`'s) that died (with its exit) or did not answer in time (and was killed) tells, in the
+    phase it was lost in; whether it had started (answered ready). verdicts.decide says whose fault it was."""
+    if isinstance(error, RunnerSilent):
+        return Evidence(party, Kind.SILENT, f"{error} while {phase}", phase=phase, started=error.ready)
+    return Evidence(party, Kind.DIED, f"{describe_exit(error.returncode)} while {phase}", phase=phase,
+                    started=error.ready)

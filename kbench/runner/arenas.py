@@ -2,7 +2,7 @@
 outputs come out. On a CPU an arena is anonymous shared memory (a memfd) the judge creates, maps and hands the
 runner over its command socket; on a GPU it is device memory shared through CUDA IPC. No arena has a path: the judge
 never opens a file the runner could have named or linked, and never maps anything the runner names (the runner asks
-for room and the judge allocates it, within what the reference's outputs need: remote.OutputRoom).
+for room and the judge allocates it, within what the reference's outputs need: output_room.OutputRoom).
 
 Arguments keep the layout the problem made them with: each distinct storage the arguments view is copied once into
 an arena (as far as its views reach), and each tensor is sent as (arena, dtype, shape, stride, storage offset), so
