@@ -418,21 +418,16 @@ import os
 import threading
 import time
 
-
-def _watch():  # started at import, before the judge pins the runner: its affinity is its own
-    seen = None
-    while True:
-        cpus = sorted(os.sched_getaffinity(0))
-        if cpus != seen:
-            seen = cpus
-            print(f"THREAD cpus={cpus}", flush=True)
-        time.sleep(0.001)
-
-
-threading.Thread(target=_watch, daemon=True).start()
+_thread = threading.Thread(target=time.sleep, args=(3600,), daemon=True)  # started at import, before any pinning
+_thread.start()
+_seen = []
 """
 
 LEAVE = """
+        cpus = sorted(os.sched_getaffinity(_thread.native_id))  # the import-time thread's CPUs, as they are now
+        if cpus not in _seen[-1:]:
+            _seen.append(cpus)
+            print(f"THREAD cpus={cpus}", flush=True)
         try:
             os.sched_setaffinity(0, range(os.cpu_count()))
             print("WIDENED", flush=True)
