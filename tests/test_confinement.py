@@ -132,42 +132,40 @@ def test_a_torch_compile_candidate_works_in_a_confined_runner(config):
     assert result.status == Status.CORRECT, (result.status, result.message)
 
 
-def _seccomp_state_after(confining) -> dict[str, str]:
-    """The Seccomp and Speculation lines of /proc/self/status in a child that ran `confining`."""
+def _in_a_child(confining, answer) -> str:
+    """What `answer()` returned (text) in a forked child that ran `confining` first."""
     reading, writing = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: no pytest machinery past this point
         try:
             confining()
-            os.write(writing, open("/proc/self/status").read().encode())
+            os.write(writing, answer().encode())
         finally:
             os._exit(0)
     os.close(writing)
-    with os.fdopen(reading) as status:
-        text = status.read()
+    with os.fdopen(reading) as answered:
+        text = answered.read()
     os.waitpid(pid, 0)
+    return text
+
+
+def _seccomp_state_after(confining) -> dict[str, str]:
+    """The Seccomp and Speculation lines of /proc/self/status in a child that ran `confining`."""
+    text = _in_a_child(confining, lambda: open("/proc/self/status").read())
     return dict(line.split(":\t", 1) for line in text.splitlines() if line.startswith(("Seccomp", "Speculation")))
+
+
+def _set_own_cpus() -> str:
+    try:
+        os.sched_setaffinity(0, os.sched_getaffinity(0))
+        return "ok"
+    except OSError as error:
+        return type(error).__name__
 
 
 def _affinity_change_after(confining) -> str:
     """What a child that ran `confining` got when it set its own CPUs: "ok" or the error's name."""
-    reading, writing = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            confining()
-            try:
-                os.sched_setaffinity(0, os.sched_getaffinity(0))
-                os.write(writing, b"ok")
-            except OSError as error:
-                os.write(writing, type(error).__name__.encode())
-        finally:
-            os._exit(0)
-    os.close(writing)
-    with os.fdopen(reading) as answer:
-        text = answer.read()
-    os.waitpid(pid, 0)
-    return text
+    return _in_a_child(confining, _set_own_cpus)
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux's affinities")

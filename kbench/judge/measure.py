@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, TypeVar
 
 import torch
 
@@ -23,6 +23,8 @@ from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_referenc
                                       fixed_cost, output_sizes, plan_batches, rebased, ring_room, runner_side)
 from kbench.judge.trials import TrialsResult
 from kbench.processes import on_one_cpu
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -53,21 +55,19 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     l2 = timing.CudaEventTimer(device) if device.type == "cuda" else None
     flush = _flush(l2, device)
     compiled = None
+
+    def timed(hold: bool) -> tuple:
+        nonlocal compiled
+        rounds.hold = hold
+        plan = plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context, hold)
+        if compiled is None and "compile" in config.baselines:
+            compiled = compiled_reference(reference_model, rounds.sets[0], context)
+        sides = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, compiled)
+        samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == 1 else 1)
+        return plan, sides, _fixed_cost_bounded(samples, sides, plan.fixed_ms, context), clocks
     try:
         with _taking_turns_on_one_cpu(context):
-            for hold in _output_modes(device):
-                rounds.hold = hold
-                try:
-                    plan = plan_batches(reference_model, timed_reference, candidate_model, rounds, flush, context,
-                                        hold)
-                    if compiled is None and "compile" in config.baselines:
-                        compiled = compiled_reference(reference_model, rounds.sets[0], context)
-                    sides = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, compiled)
-                    samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == 1 else 1)
-                    samples = _fixed_cost_bounded(samples, sides, plan.fixed_ms, context)
-                    break
-                except HoldUnusable as reason:
-                    _back_to_copies(reason, context)
+            (plan, sides, samples, clocks), _ = _holding_if_possible(timed, context)
     except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:
@@ -96,10 +96,16 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     return replace(_record(samples, clocks, context), held=plan.hold, slot_copy_ms=plan.slot_copy_ms)
 
 
-def _output_modes(device: torch.device) -> tuple[bool, ...]:
-    """Whether batches hold their outputs (runner/held.py), in the order tried: on a GPU held first, then copied into
-    the ring's slots where they cannot be (HoldUnusable); on a CPU always copied."""
-    return (True, False) if device.type == "cuda" else (False,)
+def _holding_if_possible(attempt: Callable[[bool], T], context: Context) -> tuple[T, bool]:
+    """`attempt(hold)` with the batches' outputs held (runner/held.py) on a GPU, and again with them copied into the
+    ring's slots where they cannot be (HoldUnusable; a CPU always copies): what it returned, and whether they were
+    held."""
+    if context.device.type == "cuda":
+        try:
+            return attempt(True), True
+        except HoldUnusable as reason:
+            _back_to_copies(reason, context)
+    return attempt(False), False
 
 
 def _back_to_copies(reason: HoldUnusable, context: Context) -> None:
@@ -148,12 +154,8 @@ def time_alone(timed_reference, make_inputs, context: Context) -> tuple[Timing, 
         sizes = output_sizes(timed_reference.call(inputs))  # also its first call (a warm-up)
         sets = [inputs, make_inputs(config.seed + 101)] if ring_room(inputs, sizes, device) > 1 else [inputs]
         ring = timed_reference.load_ring(sets, sizes)
-        for held in _output_modes(device):
-            try:
-                samples = _alone(timed_reference, ring, flush, held, context)
-                break
-            except HoldUnusable as reason:
-                _back_to_copies(reason, context)
+        samples, held = _holding_if_possible(lambda hold: _alone(timed_reference, ring, flush, hold, context),
+                                             context)
     except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:

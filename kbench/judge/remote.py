@@ -140,14 +140,7 @@ class RemoteModel:
         them, so work the runner left queued, or did after its reply, is either inside the clock or missing from
         the copies (and fails their check). `kept`: each call returns the outputs keep() kept, at no cost (the
         reference's runner's calibration batches)."""
-        message = {"op": "batch", "instance": self.instance, "count": count}
-        if precision:
-            message["precision"] = precision
-        if kept:
-            message["kept"] = True
-        if hold:
-            message["hold"] = True
-        reply = _parsed(self._reply(self.runner.request(message)))
+        reply = self._batch_reply(count, precision, kept, hold)
         self.last = reply
         if hold and count:
             rings = self._held_copies(reply, count, shared=kept)
@@ -172,8 +165,7 @@ class RemoteModel:
         """The judge's own copy of `count` slots of every output (what each batch of `count` does inside its clock),
         timed on its clock: measured with the runners idle, it is subtracted from every batch (timed_sides.py). With
         `hold`, the copy of `count` held outputs (those of a batch of kept outputs, run first, untimed)."""
-        reply = _parsed(self._reply(self.runner.request(
-            {"op": "batch", "instance": self.instance, "count": count, "kept": True, "hold": True}))) if hold else None
+        reply = self._batch_reply(count, kept=True, hold=True) if hold else None
         synchronize(self.runner.device)
         started = time.perf_counter()
         if hold:
@@ -183,6 +175,14 @@ class RemoteModel:
                 self._private_bytes(index, arena, count * stride)
         synchronize(self.runner.device)
         return (time.perf_counter() - started) * 1e3
+
+    def _batch_reply(self, count: int, precision: str | None = None, kept: bool = False,
+                     hold: bool = False) -> wire.CallReply:
+        """The runner's reply to a batch of `count` calls (run_batch says what the options ask)."""
+        message = {"op": "batch", "instance": self.instance, "count": count}
+        message.update({name: value for name, value in (("precision", precision), ("kept", kept), ("hold", hold))
+                        if value})
+        return _parsed(self._reply(self.runner.request(message)))
 
     def _ring_copies(self, reply: wire.CallReply, count: int) -> list[torch.Tensor]:
         """Per output: its `count` slots copied into the judge's memory in one copy, seen as [count, *shape]."""
