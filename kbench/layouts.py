@@ -44,6 +44,18 @@ def reach(dtype: torch.dtype, shape, stride, offset: int) -> int:
     return (last + 1) * torch.empty((), dtype=dtype).element_size()
 
 
+def dense(shape, stride) -> bool:
+    """Whether a view of `shape` and `stride` covers the memory it spans once: a contiguous layout, its dimensions
+    in any order (no element shares memory with another, as an expanded view's do; no gaps, as a slice's)."""
+    expected = 1
+    for size, step in sorted(((int(size), int(step)) for size, step in zip(shape, stride) if int(size) != 1),
+                             key=lambda dimension: dimension[1]):
+        if step != expected:
+            return False
+        expected *= size
+    return True
+
+
 def extent(tensor: torch.Tensor) -> int:
     return reach(tensor.dtype, tensor.shape, tensor.stride(), tensor.storage_offset())
 

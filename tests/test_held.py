@@ -33,10 +33,19 @@ def test_a_place_is_read_where_the_runner_named_it_and_made_once(imports):
     (HeldRef(0, 4000, (1,), 0), (100,), "does not lie in its allocation"),
     (HeldRef(0, 0, (1024,), 0), (2, 1), "does not lie in its allocation"),  # its stride reaches past the end
     (HeldRef(0, 0, (1,), 0), (2, 2), "does not lie in its allocation"),  # a stride per dimension, or none read
+    (HeldRef(0, 0, (0, 1), 0), (64, 4), "share memory"),  # an expanded row: 256 values read from 16 bytes
+    (HeldRef(0, 0, (8, 2), 0), (4, 4), "leave gaps"),  # every other element of a wider buffer
 ])
 def test_a_place_beyond_its_allocation_is_never_read(imports, ref, shape, why):
     with pytest.raises(held.HoldUnusable, match=why):
         imports.place(HANDLE, ref, torch.float32, shape)
+
+
+def test_dense_layouts_are_contiguous_ones_with_their_dimensions_in_any_order():
+    from kbench.layouts import dense
+
+    assert dense((3, 4), (1, 3)) and dense((3, 1, 4), (4, 99, 1)) and dense((5,), (1,))
+    assert not dense((3, 4), (0, 1)) and not dense((3, 4), (4, 2)) and not dense((2, 2), (1, 1))
 
 
 def test_each_call_s_output_is_copied_into_its_slot(imports):

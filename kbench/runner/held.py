@@ -15,7 +15,7 @@ import ctypes
 
 import torch
 
-from kbench.layouts import reach
+from kbench.layouts import dense, reach
 from kbench.runner.wire import HANDLE_BYTES, HeldOutputs, HeldRef
 
 _LAZY_PEER_ACCESS = 1  # CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
@@ -138,6 +138,8 @@ class Imports:
                 raise ValueError("beyond its allocation")
         except ValueError as error:
             raise HoldUnusable(f"an output that does not lie in its allocation ({error})")
+        if not dense(shape, ref.stride):  # the judge's copy of it would not be the dense copy it calibrated
+            raise HoldUnusable("an output whose elements share memory or leave gaps (an expanded or sliced view)")
         viewed = torch.empty(0, dtype=dtype, device=allocation.device)
         viewed.set_(allocation.untyped_storage(), offset, shape, ref.stride)
         return viewed, offset * element, reach(dtype, shape, ref.stride, offset)
