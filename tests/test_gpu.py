@@ -303,6 +303,7 @@ def held_results(tmp_path_factory):
              "graph_replay": (RELU_MEDIUM, GPU_FIXTURES / "graph_replay.py"),
              "unopenable_handles": (RELU_MEDIUM, BOUNDARY_GPU / "unopenable_handles.py"),
              "held_elsewhere": (RELU_MEDIUM, BOUNDARY_GPU / "held_elsewhere.py"),
+             "expanded_output": (GPU_FIXTURES / "problems" / "row_means_repeated.py", GPU_FIXTURES / "expanded_output.py"),
              "stale_in_batch": (REPO / "tests" / "fixtures" / "problems" / "axpy.py",
                                 REPO / "tests" / "fixtures" / "boundary" / "stale_in_batch.py")}
     results = run_pairs(list(pairs.values()), config, devices=["cuda:0"])
@@ -324,6 +325,13 @@ def test_outputs_a_later_call_overwrites_are_timed_with_copies_and_stay_correct(
     result, log = held_results["graph_replay"]
     assert result.status == Status.CORRECT, result.message
     assert COPIED in log and "share memory" in log, log[-2000:]
+
+
+def test_an_output_whose_elements_share_memory_is_timed_with_copies(held_results):
+    """An expanded view's copy reads less than the dense copy the judge calibrated: not read where it lies."""
+    result, log = held_results["expanded_output"]
+    assert result.status == Status.CORRECT, result.message
+    assert COPIED in log and "share memory or leave gaps" in log, log[-2000:]
 
 
 def test_handles_that_do_not_open_send_the_timing_back_to_copies(held_results):
