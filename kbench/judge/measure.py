@@ -89,6 +89,9 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     print("kbench: median batch wall time, fixed cost subtracted, calls per batch: " + ", ".join(  # the log
         f"{name} {statistics.median(samples[name].wall_ms):.4g} ms, {side.timer.fixed_ms:.4g} ms, {side.timer.count}"
         for name, side in sides.items() if samples[name].wall_ms), flush=True)
+    print("kbench: median ms from the request to the runner's reply, of the batch wall: " + ", ".join(  # the log
+        f"{name} {statistics.median(side.timer.reply_ms):.4g}" for name, side in sides.items() if side.timer.reply_ms),
+        flush=True)
     gain = verdicts.unverified_gain(plan.resolution_ms, stats.median(reference.ms), stats.median(candidate.ms))
     for warning in (gain, verdicts.noisy_timing(reference.ms, candidate.ms), verdicts.uneven_load(load)):
         if warning:

@@ -37,6 +37,7 @@ class RemoteModel:
         self.of_reference = of_reference  # the problem's Model in the reference's runner: its failures are the problem's
         self.room = room  # None: the reference's runner (no candidate code), bounded only by _sizes
         self.last: wire.CallReply | None = None
+        self.replied_at = 0.0  # time.perf_counter() when the last batch's reply came
         self.ring_slots: list[tuple[str, int]] = []  # per output: the arena of the ring's output slots, bytes per slot
         self.private: dict[int, torch.Tensor] = {}  # the judge's copies of the ring's output slots, by output index
         self.staged: list = []  # the last call's arguments as the runner saw them (arena views; None: not a tensor)
@@ -141,6 +142,7 @@ class RemoteModel:
         the copies (and fails their check). `kept`: each call returns the outputs keep() kept, at no cost (the
         reference's runner's calibration batches)."""
         reply = self._batch_reply(count, precision, kept, hold)
+        self.replied_at = time.perf_counter()  # the judge's log splits a batch's wall at it (timed_sides.BatchTimer)
         self.last = reply
         if hold and count:
             rings = self._held_copies(reply, count, shared=kept)

@@ -66,11 +66,13 @@ class BatchTimer:
 
     name = "judge-clock"
 
-    def __init__(self, flush: Callable[[], None], count: int = 1, fixed_ms: float = 0.0, runner=None):
+    def __init__(self, flush: Callable[[], None], count: int = 1, fixed_ms: float = 0.0, runner=None, model=None):
         self.flush = flush
         self.count = count
         self.fixed_ms = fixed_ms
         self.runner = runner
+        self.model = model         # the side's RemoteModel: its batches' walls split at the runner's reply (the log)
+        self.reply_ms: list[float] = []
         self.cpu_s = 0.0
         self.wall_s = 0.0
 
@@ -80,6 +82,8 @@ class BatchTimer:
         started = time.perf_counter()
         outputs = call()
         wall_ms = (time.perf_counter() - started) * 1e3
+        if self.model is not None:
+            self.reply_ms.append((self.model.replied_at - started) * 1e3)
         if self.runner is not None:
             self.cpu_s += self.runner.cpu_seconds() - cpu_before
             self.wall_s += wall_ms / 1e3
@@ -295,24 +299,24 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
     config, count, hold = context.config, plan.count, plan.hold
     on_cpu = context.device.type == "cpu"
 
-    def timer(runner=None, fixed_ms=plan.fixed_ms) -> BatchTimer:
-        return BatchTimer(flush, count, fixed_ms, runner if on_cpu else None)
+    def timer(runner=None, model=None, fixed_ms=plan.fixed_ms) -> BatchTimer:
+        return BatchTimer(flush, count, fixed_ms, runner if on_cpu else None, model)
     def prepare_candidate():
         rounds.load(plan.candidate_ring)
         candidate_model.run_batch(0)  # its runner, stopped until now, is awake and reading when the clock starts
     candidate_side = timing.Side(lambda: candidate_model.run_batch(count, hold=hold), prepare=prepare_candidate,
-                                 inspect=rounds.candidate_done, timer=timer(context.runner))
+                                 inspect=rounds.candidate_done, timer=timer(context.runner, candidate_model))
     reference_inspect = rounds.reference_done if config.guards else timing.do_nothing
 
     def refill_reference():
         rounds.load(plan.reference_ring)
     sides = {"candidate": candidate_side,
              "reference": runner_side(lambda: timed_reference.run_batch(count, hold=hold), refill_reference, context,
-                                      reference_inspect, timer(context.reference_runner), timed_reference)}
+                                      reference_inspect, timer(context.reference_runner, timed_reference), timed_reference)}
     baseline_inspect = _poison_batch if config.guards else timing.do_nothing
     if baselines and "default" in config.baselines and not default_is_reference(context):
         sides["default"] = runner_side(lambda: timed_reference.run_batch(count, precision=PYTORCH_DEFAULT, hold=hold),
-                                       refill_reference, context, baseline_inspect, timer(), timed_reference)
+                                       refill_reference, context, baseline_inspect, timer(model=timed_reference), timed_reference)
     if compiled is not None:
         ring = plan.reference_ring
         sides["compile"] = runner_side(lambda: _local_batch(compiled, ring[:count], context.device, copy=not hold),
