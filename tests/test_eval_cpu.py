@@ -77,6 +77,19 @@ def test_the_judge_s_clock_line_names_the_parts_of_its_resolution(cpu_config):
     assert resolution * count == pytest.approx(max(fixed - launch, min(empty, fixed)), rel=0.01, abs=1e-6), line
 
 
+def test_the_log_splits_each_side_s_batches_at_the_runner_s_reply(cpu_config):
+    """Where the sides' batches differ (timing.md): each side's median time from its request to the runner's reply,
+    a part of its median batch wall (the rest is the judge's copies after the reply)."""
+    log = Path(judged(cpu_config, "axpy/correct.py").log_path).read_text()
+    walls = dict(re.findall(r"(\w+) ([0-9.e+-]+) ms, [0-9.e+-]+ ms, \d+",
+                            next(line for line in log.splitlines() if "median batch wall time" in line)))
+    replies = dict(re.findall(r"(\w+) ([0-9.e+-]+)",
+                              next(line for line in log.splitlines() if "to the runner's reply" in line).split(": ")[-1]))
+    assert {"candidate", "reference"} <= set(replies) <= set(walls), (replies, walls)
+    for side, reply in replies.items():
+        assert 0 < float(reply) < float(walls[side]), (side, replies, walls)
+
+
 def phase_seconds(result) -> dict[str, float]:
     seconds = {}
     for entry in result.phase_s.split("; "):
