@@ -83,8 +83,8 @@ def test_the_log_splits_each_side_s_batches_at_the_runner_s_reply(cpu_config):
     log = Path(judged(cpu_config, "axpy/correct.py").log_path).read_text()
     walls = dict(re.findall(r"(\w+) ([0-9.e+-]+) ms, [0-9.e+-]+ ms, \d+",
                             next(line for line in log.splitlines() if "median batch wall time" in line)))
-    replies = dict(re.findall(r"(\w+) ([0-9.e+-]+)",
-                              next(line for line in log.splitlines() if "to the runner's reply" in line).split(": ")[-1]))
+    reply_line = next(line for line in log.splitlines() if "to the runner's reply" in line)
+    replies = dict(re.findall(r"(\w+) ([0-9.e+-]+)", reply_line.split(": ")[-1]))
     assert {"candidate", "reference"} <= set(replies) <= set(walls), (replies, walls)
     for side, reply in replies.items():
         assert 0 < float(reply) < float(walls[side]), (side, replies, walls)

@@ -303,7 +303,8 @@ def held_results(tmp_path_factory):
              "graph_replay": (RELU_MEDIUM, GPU_FIXTURES / "graph_replay.py"),
              "unopenable_handles": (RELU_MEDIUM, BOUNDARY_GPU / "unopenable_handles.py"),
              "held_elsewhere": (RELU_MEDIUM, BOUNDARY_GPU / "held_elsewhere.py"),
-             "expanded_output": (GPU_FIXTURES / "problems" / "row_means_repeated.py", GPU_FIXTURES / "expanded_output.py"),
+             "expanded_output": (GPU_FIXTURES / "problems" / "row_means_repeated.py",
+                                 GPU_FIXTURES / "expanded_output.py"),
              "stale_in_batch": (REPO / "tests" / "fixtures" / "problems" / "axpy.py",
                                 REPO / "tests" / "fixtures" / "boundary" / "stale_in_batch.py")}
     results = run_pairs(list(pairs.values()), config, devices=["cuda:0"])

@@ -312,11 +312,13 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
         rounds.load(plan.reference_ring)
     sides = {"candidate": candidate_side,
              "reference": runner_side(lambda: timed_reference.run_batch(count, hold=hold), refill_reference, context,
-                                      reference_inspect, timer(context.reference_runner, timed_reference), timed_reference)}
+                                      reference_inspect, timer(context.reference_runner, timed_reference),
+                                      timed_reference)}
     baseline_inspect = _poison_batch if config.guards else timing.do_nothing
     if baselines and "default" in config.baselines and not default_is_reference(context):
         sides["default"] = runner_side(lambda: timed_reference.run_batch(count, precision=PYTORCH_DEFAULT, hold=hold),
-                                       refill_reference, context, baseline_inspect, timer(model=timed_reference), timed_reference)
+                                       refill_reference, context, baseline_inspect, timer(model=timed_reference),
+                                       timed_reference)
     if compiled is not None:
         ring = plan.reference_ring
         sides["compile"] = runner_side(lambda: _local_batch(compiled, ring[:count], context.device, copy=not hold),
