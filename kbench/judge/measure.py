@@ -89,9 +89,10 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
     print("kbench: median batch wall time, fixed cost subtracted, calls per batch: " + ", ".join(  # the log
         f"{name} {statistics.median(samples[name].wall_ms):.4g} ms, {side.timer.fixed_ms:.4g} ms, {side.timer.count}"
         for name, side in sides.items() if samples[name].wall_ms), flush=True)
+    replies = {name: side.timer.reply_ms[-len(samples[name].wall_ms):]  # the sampled batches (warm-ups came first)
+               for name, side in sides.items() if side.timer.reply_ms and samples[name].wall_ms}
     print("kbench: median ms from the request to the runner's reply, of the batch wall: " + ", ".join(  # the log
-        f"{name} {statistics.median(side.timer.reply_ms):.4g}" for name, side in sides.items() if side.timer.reply_ms),
-        flush=True)
+        f"{name} {statistics.median(reply_ms):.4g}" for name, reply_ms in replies.items()), flush=True)
     gain = verdicts.unverified_gain(plan.resolution_ms, stats.median(reference.ms), stats.median(candidate.ms))
     for warning in (gain, verdicts.noisy_timing(reference.ms, candidate.ms), verdicts.uneven_load(load)):
         if warning:
@@ -112,10 +113,12 @@ def _holding_if_possible(attempt: Callable[[bool], T], context: Context) -> tupl
 
 
 def _back_to_copies(reason: HoldUnusable, context: Context) -> None:
-    """After a batch whose outputs could not be read where its calls left them: the candidate's runner awake again
-    (the batch may have ended with it stopped), the checking policy back, and the evaluation's log and notes say
-    why the timing starts over with outputs copied into the ring's slots, on every side alike."""
+    """After a batch whose outputs could not be read where its calls left them: both runners awake again (the
+    batch may have ended with the other one stopped), the checking policy back, and the evaluation's log and notes
+    say why the timing starts over with outputs copied into the ring's slots, on every side alike."""
     context.runner.resume()
+    if context.reference_runner is not None:
+        context.reference_runner.resume()
     policy.apply_policy(context.config.policy)
     print(f"kbench: outputs read where the calls left them could not be used ({reason}); timing again with outputs "
           f"copied into the ring's slots", flush=True)

@@ -293,8 +293,9 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
                 compiled=None, baselines: bool = True) -> dict[str, timing.Side]:
     """'candidate', 'reference' and the baselines asked for, in the order the timing loop runs them (the candidate
     first: fresh.py), each a batch of `plan.count` calls on the round's contents, loaded into its ring before it.
-    While anything but the candidate runs, the candidate's runner is stopped (remote_process.RunnerProcess.pause)
-    and, on a GPU, the judge waits until the GPU is free of the work it queued (quiet.py). `compiled`: the
+    While anything but the candidate runs, the candidate's runner is stopped (remote_process.RunnerProcess.pause),
+    and the reference's while the candidate runs; before every clock starts, on a GPU, the judge waits until the GPU
+    is free of the work queued before (quiet.py): every side's batch starts from the same state. `compiled`: the
     torch.compile baseline, timed in the judge on the reference's ring."""
     config, count, hold = context.config, plan.count, plan.hold
     on_cpu = context.device.type == "cpu"
@@ -303,9 +304,15 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
         return BatchTimer(flush, count, fixed_ms, runner if on_cpu else None, model)
     def prepare_candidate():
         rounds.load(plan.candidate_ring)
+        _quiet(context, context.reference_runner)
         candidate_model.run_batch(0)  # its runner, stopped until now, is awake and reading when the clock starts
+
+    def candidate_done(outputs):
+        if context.reference_runner is not None:
+            context.reference_runner.resume()
+        rounds.candidate_done(outputs)
     candidate_side = timing.Side(lambda: candidate_model.run_batch(count, hold=hold), prepare=prepare_candidate,
-                                 inspect=rounds.candidate_done, timer=timer(context.runner, candidate_model))
+                                 inspect=candidate_done, timer=timer(context.runner, candidate_model))
     reference_inspect = rounds.reference_done if config.guards else timing.do_nothing
 
     def refill_reference():
@@ -326,15 +333,22 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
     return sides
 
 
+def _quiet(context: Context, other) -> None:
+    """Before any side's clock starts, the same steps: the runner not timed (`other`) stopped, then, on a GPU, the
+    GPU free of the work queued before (quiet.py)."""
+    if other is not None:
+        other.pause()
+    if context.quiet_gpu is not None:
+        context.quiet_gpu.wait(context.findings)
+
+
 def runner_side(call, refill: Callable[[], None], context: Context, inspect, timer, model=None) -> timing.Side:
     """A side timed in a runner other than the candidate's (or in the judge): its ring refilled, the candidate's
     runner stopped and, on a GPU, the GPU free of the candidate's queued work before the clock starts; `model`'s
     runner awake and reading when it does."""
     def prepare():
         refill()
-        context.runner.pause()
-        if context.quiet_gpu is not None:
-            context.quiet_gpu.wait(context.findings)
+        _quiet(context, context.runner)
         if model is not None:
             model.run_batch(0)  # as the candidate's: its runner has just answered when the clock starts
 
