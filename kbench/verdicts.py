@@ -110,7 +110,7 @@ def _sweep_lost(official: Outcome, progress, what: str, strict: bool) -> Outcome
     return final_outcome(official, sweep, strict)
 
 
-# A gain over the reference no larger than the judge's clock's resolution per call (timed_sides.BatchPlan), where
+# A gain over the reference no larger than the judge's clock's resolution per call (sides.BatchPlan), where
 # that resolution is coarser than this share of the candidate's time, is not confirmed. The batches are sized so
 # that it is not coarser (1% of a call, or 1 us): only calls under 0.1 ms, or batches the ring's memory or the time
 # budget kept short, meet this...

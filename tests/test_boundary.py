@@ -67,7 +67,7 @@ OWN_CLOCKS = [("fake_clock.py", PREFIX_SUM, 1.0), ("fake_clock_most_calls.py", P
 
 @pytest.mark.parametrize("solution, problem, below", OWN_CLOCKS)
 def test_a_runner_s_own_clock_and_work_outside_its_calls_gain_nothing(config, solution, problem, below):
-    """The recorded time is the judge's clock around batches of calls (kbench/judge/timed_sides.py): a clock in the
+    """The recorded time is the judge's clock around batches of calls (kbench/judge/sides.py): a clock in the
     runner's process that runs slow, in every call, most calls or the first fifty, is never read, and work done when
     the runner copies an output out is inside the batch."""
     result = evaluate(problem, BOUNDARY / solution, config)

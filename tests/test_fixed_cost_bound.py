@@ -11,7 +11,7 @@ from kbench.config import RunConfig
 from kbench.judge import timing
 from kbench.judge.measure import _fixed_cost_bounded
 from kbench.judge.progress import Context, Findings, Progress
-from kbench.judge.timed_sides import BatchTimer
+from kbench.judge.sides import BatchTimer
 
 
 def _context(tmp_path) -> Context:
@@ -54,7 +54,7 @@ def test_the_resolution_is_the_runner_s_share_of_the_fixed_cost_not_the_judge_s_
     """A gain is unverified only within what a runner's handling of a batch could shift (verdicts.unverified_gain).
     The judge's own copy of one slot is in the fixed cost but no runner makes it cheaper: for outputs of gigabytes it
     was 3.0 of 3.2 ms per batch of one call (an H200), which read every gain under 47% of a 6.8 ms call as unverified."""
-    from kbench.judge.timed_sides import BatchPlan
+    from kbench.judge.sides import BatchPlan
 
     large = BatchPlan(count=1, overhead_ms=3.24, copy_ms=0.0, estimate_ms=6.8, slot_copy_ms=3.0, handling_ms=0.15)
     assert abs(large.resolution_ms - 0.24) < 1e-9
@@ -74,7 +74,7 @@ def test_the_judge_s_copy_of_every_slot_is_in_the_fixed_cost_the_first_one_inclu
     out for the first, each call carried a share of one slot's copy (relu_large, outputs of 1 GB, read 0.91 ms per
     call against 0.50 ms of kernels on an H200). Only the copy's launch, in the intercept, is left out of the
     resolution."""
-    from kbench.judge.timed_sides import BatchPlan
+    from kbench.judge.sides import BatchPlan
 
     plan = BatchPlan(count=4, overhead_ms=0.5, copy_ms=0.3, estimate_ms=2.0, slot_copy_ms=0.35, handling_ms=0.1)
     assert abs(plan.fixed_ms - (0.5 + 4 * 0.3)) < 1e-9

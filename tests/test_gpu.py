@@ -291,7 +291,7 @@ def test_every_thread_of_the_candidate_s_runner_is_confined_on_a_gpu(tmp_path):
 
 RELU_MEDIUM = REPO / "bench" / "workloads" / "problems" / "relu_medium.py"
 GPU_FIXTURES = REPO / "tests" / "fixtures" / "gpu"
-HELD = "outputs read where the calls left them"  # timed_sides.BatchPlan.describe
+HELD = "outputs read where the calls left them"  # sides.BatchPlan.describe
 COPIED = "timing again with outputs copied into the ring's slots"
 
 

@@ -1,4 +1,4 @@
-"""Every side's batch starts from the same state (timed_sides.build_sides): the runner not timed is stopped while
+"""Every side's batch starts from the same state (sides.build_sides): the runner not timed is stopped while
 the other's batch runs, the candidate's while the reference and the baseline run, the reference's while the
 candidate runs, and both run again once the round is over. The runners here are records of what the judge asked
 of them: the question is the judge's order of requests, which no runner process can show from inside."""
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import torch
 
 from kbench.config import RunConfig
-from kbench.judge.timed_sides import BatchPlan, build_sides
+from kbench.judge.sides import BatchPlan, build_sides
 
 
 class Runner:

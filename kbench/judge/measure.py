@@ -1,6 +1,6 @@
 """Timing one evaluation: the reference, the candidate and the baselines sampled in interleaved rounds of batches
-on fresh input contents (timed_sides.py, fresh.py), the candidate's timed outputs checked, and the samples turned
-into a TimingRecord. Every side is timed alike, by the judge's own clock around its batches."""
+on fresh input contents (timed_sides.py, sides.py, fresh.py), the candidate's timed outputs checked, and the
+samples turned into a TimingRecord. Every side is timed alike, by the judge's own clock around its batches."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from kbench.judge.progress import Context
 from kbench.judge.remote_process import RunnerDied
 from kbench.runner.held import HoldUnusable
 from kbench.results import ClockRecord, Timing
-from kbench.judge.timed_sides import (BatchTimer, build_sides, compiled_reference, copies_ms, default_is_reference,
-                                      fixed_cost, output_sizes, plan_batches, rebased, ring_room, runner_side)
+from kbench.judge.sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, rebased,
+                                runner_side)
+from kbench.judge.timed_sides import copies_ms, fixed_cost, output_sizes, plan_batches, ring_room
 from kbench.judge.trials import TrialsResult
 from kbench.processes import on_one_cpu
 

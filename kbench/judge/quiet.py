@@ -1,4 +1,4 @@
-"""Before the judge times anything but the candidate: a GPU free of the work the candidate's runner queued.
+"""Before the judge times any side: a GPU free of the work queued before it, the candidate's runner's above all.
 
 Stopping the candidate's runner while the reference is timed (remote_process.RunnerProcess.pause) stops its
 threads, not the kernels they queued: those run on and, as GPU contexts of different processes take turns on the
@@ -9,6 +9,8 @@ other side. The reference is timed on a free GPU. One still busy after WAIT_CAP_
 kills the candidate's runner (its GPU work goes with its context). A GPU free within KILLED_CAP_S after that ran the
 candidate's work: `slowed_reference`, which rejects. One still busy runs another process's work, which no candidate
 is blamed for: the evaluation ends as the machine's failure (infra_error: `--only-failed` runs it again).
+The same wait comes before the candidate's batches too, with the reference's runner stopped: every side's batch
+starts from the same state (sides.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ the runner calls ModelNew on them and copies the outputs into the judge's output
 them out again at once into memory only it holds. What the runner says about an output (type, dtype, shape,
 device) is checked before its bytes are read; the room it asks for is bounded by what the reference's outputs need
 (output_room.py). The timing loop's calls come in batches on a ring of input sets (load_ring, run_batch), timed by
-the judge's own clock (timed_sides.py); on a GPU their outputs are read where the calls left them (runner/held.py).
+the judge's own clock (sides.py); on a GPU their outputs are read where the calls left them (runner/held.py).
 Models are built by instances.py.
 """
 
@@ -137,12 +137,12 @@ class RemoteModel:
         """`count` calls in the runner, call i on the ring's input set i; returns their outputs, copied into the
         judge's memory (valid until the next batch) before it returns: out of the ring's slots, or with `hold` (on
         a GPU) out of the runner's own memory where its calls left them (runner/held.py; HoldUnusable where they
-        cannot be read there). The judge's clock around it (timed_sides.BatchTimer) stops only once the judge holds
+        cannot be read there). The judge's clock around it (sides.BatchTimer) stops only once the judge holds
         them, so work the runner left queued, or did after its reply, is either inside the clock or missing from
         the copies (and fails their check). `kept`: each call returns the outputs keep() kept, at no cost (the
         reference's runner's calibration batches)."""
         reply = self._batch_reply(count, precision, kept, hold)
-        self.replied_at = time.perf_counter()  # the judge's log splits a batch's wall at it (timed_sides.BatchTimer)
+        self.replied_at = time.perf_counter()  # the judge's log splits a batch's wall at it (sides.BatchTimer)
         self.last = reply
         if hold and count:
             rings = self._held_copies(reply, count, shared=kept)

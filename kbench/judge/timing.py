@@ -42,7 +42,7 @@ class HostTimer:
 
 class CudaEventTimer:
     """CUDA events on the current stream around the call, after an L2 flush (the judge uses its flush alone:
-    the timing loop's batches are timed by its own clock, timed_sides.py).
+    the timing loop's batches are timed by its own clock, sides.py).
 
     The flush writes a buffer twice the size of L2 before the start event, so neither model finds
     its inputs or weights warm in cache from the previous call; the flush itself is not timed.
@@ -194,7 +194,7 @@ class Side:
     call: Callable[[], object]                           # timed
     prepare: Callable[[], None] = do_nothing               # before each call (e.g. load the next inputs)
     inspect: Callable[[object], None] = do_nothing         # after each call, given its output
-    timer: object = None                                   # its own Timer (timed_sides.BatchTimer), else the loop's
+    timer: object = None                                   # its own Timer (sides.BatchTimer), else the loop's
 
 
 @dataclass(frozen=True)
