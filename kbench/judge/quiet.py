@@ -88,5 +88,5 @@ class QuietGpu:
         findings.raise_if_rejected()
 
     def describe(self) -> str:
-        return (f"before timing the reference, waited {self.busy_waits} time(s), {self.busy_ms:.3g} ms in all, for the "
-                f"GPU to finish work the candidate queued before its runner was stopped")
+        return (f"before timing a side, waited {self.busy_waits} time(s), {self.busy_ms:.3g} ms in all, for the GPU "
+                f"to finish work queued before (the candidate's runner's: the reference's runner leaves none)")
