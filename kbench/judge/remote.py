@@ -37,7 +37,6 @@ class RemoteModel:
         self.of_reference = of_reference  # the problem's Model in the reference's runner: its failures are the problem's
         self.room = room  # None: the reference's runner (no candidate code), bounded only by _sizes
         self.last: wire.CallReply | None = None
-        self.replied_at = 0.0  # time.perf_counter() when the last batch's reply came
         self.ring_slots: list[tuple[str, int]] = []  # per output: the arena of the ring's output slots, bytes per slot
         self.private: dict[int, torch.Tensor] = {}  # the judge's copies of the ring's output slots, by output index
         self.staged: list = []  # the last call's arguments as the runner saw them (arena views; None: not a tensor)
@@ -142,13 +141,13 @@ class RemoteModel:
         the copies (and fails their check). `kept`: each call returns the outputs keep() kept, at no cost (the
         reference's runner's calibration batches)."""
         reply = self._batch_reply(count, precision, kept, hold)
-        self.replied_at = time.perf_counter()  # the judge's log splits a batch's wall at it (sides.BatchTimer)
+        replied_at = time.perf_counter()
         self.last = reply
         if hold and count:
             rings = self._held_copies(reply, count, shared=kept)
         else:
             rings = self._ring_copies(reply, count) if count else []
-        outputs = BatchOutputs(rings, reply.sequence)
+        outputs = BatchOutputs(rings, reply.sequence, replied_at)
         synchronize(self.runner.device)
         if hold:
             self.imports.close_unused()
@@ -311,11 +310,13 @@ class RemoteModel:
 
 
 class BatchOutputs:
-    """A batch's outputs in the judge's memory: per output, its calls' values as one [count, *shape] tensor."""
+    """A batch's outputs in the judge's memory: per output, its calls' values as one [count, *shape] tensor; and
+    when the runner's reply came (time.perf_counter(): the log splits a batch's wall there, sides.BatchTimer)."""
 
-    def __init__(self, rings: list[torch.Tensor], sequence: bool):
+    def __init__(self, rings: list[torch.Tensor], sequence: bool, replied_at: float = 0.0):
         self.rings = rings
         self.sequence = sequence
+        self.replied_at = replied_at
 
     def call(self, index: int):
         """Call `index`'s output, in the structure the runner returned."""

@@ -18,6 +18,7 @@ from kbench.config import PYTORCH_DEFAULT
 from kbench.failures import one_line
 from kbench.judge import guards, timing
 from kbench.judge.progress import Context
+from kbench.judge.remote import BatchOutputs
 from kbench.loading import clone, synchronize
 
 
@@ -34,13 +35,12 @@ class BatchTimer:
 
     name = "judge-clock"
 
-    def __init__(self, flush: Callable[[], None], count: int = 1, fixed_ms: float = 0.0, runner=None, model=None):
+    def __init__(self, flush: Callable[[], None], count: int = 1, fixed_ms: float = 0.0, runner=None):
         self.flush = flush
         self.count = count
         self.fixed_ms = fixed_ms
         self.runner = runner
-        self.model = model         # the side's RemoteModel: its batches' walls split at the runner's reply (the log)
-        self.reply_ms: list[float] = []
+        self.reply_ms: list[float] = []  # per batch in a runner, from its request to the reply (the log)
         self.cpu_s = 0.0
         self.wall_s = 0.0
 
@@ -50,8 +50,8 @@ class BatchTimer:
         started = time.perf_counter()
         outputs = call()
         wall_ms = (time.perf_counter() - started) * 1e3
-        if self.model is not None:
-            self.reply_ms.append((self.model.replied_at - started) * 1e3)
+        if isinstance(outputs, BatchOutputs):
+            self.reply_ms.append((outputs.replied_at - started) * 1e3)
         if self.runner is not None:
             self.cpu_s += self.runner.cpu_seconds() - cpu_before
             self.wall_s += wall_ms / 1e3
@@ -121,11 +121,11 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
     config, count, hold = context.config, plan.count, plan.hold
     on_cpu = context.device.type == "cpu"
 
-    def timer(runner=None, model=None, fixed_ms=plan.fixed_ms) -> BatchTimer:
-        return BatchTimer(flush, count, fixed_ms, runner if on_cpu else None, model)
+    def timer(runner=None, fixed_ms=plan.fixed_ms) -> BatchTimer:
+        return BatchTimer(flush, count, fixed_ms, runner if on_cpu else None)
     def prepare_candidate():
         rounds.load(plan.candidate_ring)
-        _quiet(context, context.reference_runner)
+        quiet_start(context, context.reference_runner)
         candidate_model.run_batch(0)  # its runner, stopped until now, is awake and reading when the clock starts
 
     def candidate_done(outputs):
@@ -133,20 +133,18 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
             context.reference_runner.resume()
         rounds.candidate_done(outputs)
     candidate_side = timing.Side(lambda: candidate_model.run_batch(count, hold=hold), prepare=prepare_candidate,
-                                 inspect=candidate_done, timer=timer(context.runner, candidate_model))
+                                 inspect=candidate_done, timer=timer(context.runner))
     reference_inspect = rounds.reference_done if config.guards else timing.do_nothing
 
     def refill_reference():
         rounds.load(plan.reference_ring)
     sides = {"candidate": candidate_side,
              "reference": runner_side(lambda: timed_reference.run_batch(count, hold=hold), refill_reference, context,
-                                      reference_inspect, timer(context.reference_runner, timed_reference),
-                                      timed_reference)}
+                                      reference_inspect, timer(context.reference_runner), timed_reference)}
     baseline_inspect = _poison_batch if config.guards else timing.do_nothing
     if baselines and "default" in config.baselines and not default_is_reference(context):
         sides["default"] = runner_side(lambda: timed_reference.run_batch(count, precision=PYTORCH_DEFAULT, hold=hold),
-                                       refill_reference, context, baseline_inspect, timer(model=timed_reference),
-                                       timed_reference)
+                                       refill_reference, context, baseline_inspect, timer(), timed_reference)
     if compiled is not None:
         ring = plan.reference_ring
         sides["compile"] = runner_side(lambda: _local_batch(compiled, ring[:count], context.device, copy=not hold),
@@ -154,9 +152,9 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
     return sides
 
 
-def _quiet(context: Context, other) -> None:
-    """Before any side's clock starts, the same steps: the runner not timed (`other`) stopped, then, on a GPU, the
-    GPU free of the work queued before (quiet.py)."""
+def quiet_start(context: Context, other) -> None:
+    """Before any side's clock starts (and the judge's calibration of its own copies), the same steps: the runner
+    not timed (`other`) stopped, then, on a GPU, the GPU free of the work queued before (quiet.py)."""
     if other is not None:
         other.pause()
     if context.quiet_gpu is not None:
@@ -169,7 +167,7 @@ def runner_side(call, refill: Callable[[], None], context: Context, inspect, tim
     runner awake and reading when it does."""
     def prepare():
         refill()
-        _quiet(context, context.runner)
+        quiet_start(context, context.runner)
         if model is not None:
             model.run_batch(0)  # as the candidate's: its runner has just answered when the clock starts
 

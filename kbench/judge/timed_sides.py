@@ -20,7 +20,7 @@ import torch
 from kbench.judge import guards, timing
 from kbench.loading import call_reference, synchronize, tensor_bytes
 from kbench.judge.progress import Context
-from kbench.judge.sides import BatchPlan, BatchTimer, build_sides, rebased, runner_side
+from kbench.judge.sides import BatchPlan, BatchTimer, build_sides, quiet_start, rebased, runner_side
 
 # The judge's fixed cost per batch, spread over the batch's calls, is at most this share of a call...
 RESOLUTION_SHARE = 0.01
@@ -169,10 +169,8 @@ def copies_ms(timed_reference, slots: int, context: Context, hold: bool = False)
     """The judge's own copies of the outputs, timed with the candidate's runner stopped: (its copy of one slot of
     every output, what each slot adds: the slope of copies of one slot and of `slots`; 0 with `slots` 1).
     `hold`: copies of outputs held in the reference's runner, as the timing loop's batches make them."""
-    context.runner.pause()
     try:
-        if context.quiet_gpu is not None:
-            context.quiet_gpu.wait(context.findings)
+        quiet_start(context, context.runner)
         one = min(timed_reference.copy_ms(1, hold) for _ in range(COPY_CALIBRATIONS))  # load only adds: the fastest
         if slots < 2:
             return one, 0.0
