@@ -93,6 +93,20 @@ def test_a_batch_calls_the_model_once_per_input_set_and_the_judge_keeps_its_own_
     assert model.run_batch(0).rings == []  # a batch of no calls: the judge's fixed cost
 
 
+def test_a_batch_into_the_judge_s_second_buffer_leaves_the_first_batch_s_copies_as_they_were(runner):
+    """With two turns a round, the candidate's outputs on the first turn's contents wait for the reference's while
+    its second batch runs: each batch's copies go into a buffer of the turn's own (run_batch `into`)."""
+    model = stand_in(runner, PROBLEMS / "minmax.py")
+    first, second = ([[torch.rand(4, 9)] for _ in range(2)] for _ in range(2))
+    ring = model.load_ring(first, [4 * 4, 4 * 4])
+    kept = model.run_batch(2, into=0)
+    for buffers, inputs in zip(ring, second):
+        buffers[0].copy_(inputs[0])
+    later = model.run_batch(2, into=1)
+    for outputs, sets in ((kept, first), (later, second)):
+        assert all(torch.equal(outputs.call(index)[0], inputs[0].amin(-1)) for index, inputs in enumerate(sets))
+
+
 @pytest.fixture()
 def busy_cpu():
     """Another process keeping a CPU busy while the test runs."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 
 from kbench.judge import fresh
@@ -118,3 +119,68 @@ def test_the_batch_is_sized_at_the_pace_of_the_fastest_round_of_inputs(tmp_path)
     rounds.new_round()
     assert rounds.set_s < 0.01
     assert _affordable(rounds) >= MAX_ROUND_INPUTS_MS / 2  # a set takes about 1 ms; the average was 9 ms
+
+
+class _Double(torch.nn.Module):
+    def forward(self, value):
+        return value * 2
+
+
+def _two_turn_rounds(tmp_path) -> fresh.FreshRounds:
+    progress = Progress(tmp_path / "progress.json")
+    context = Context(RunConfig(device="cpu"), torch.device("cpu"), progress, Findings(progress))
+    rounds = fresh.FreshRounds(lambda seed: [torch.randn(8, generator=torch.Generator().manual_seed(seed))],
+                               reference_model=_Double(), output_bytes=32, context=context)
+    rounds.count, rounds.turns = 3, 2
+    rounds.new_round()
+    return rounds
+
+
+def _batch(rounds: fresh.FreshRounds, sets: list):
+    from kbench.judge.remote import BatchOutputs
+
+    return BatchOutputs([torch.stack([inputs[0] * 2 for inputs in sets])], sequence=False)
+
+
+def test_with_two_turns_each_turn_has_contents_of_its_own_and_the_candidate_s_outputs_wait_for_both(tmp_path):
+    """The candidate runs on both turns' contents before the reference runs on either: its outputs on the first turn
+    are checked against the reference's on the first turn's contents, not overwritten by its second batch."""
+    rounds = _two_turn_rounds(tmp_path)
+    turns = []
+    for turn in range(2):
+        rounds.begin_turn(turn)
+        turns.append(rounds.sets)
+        rounds.candidate_done(_batch(rounds, rounds.sets))
+    assert len(turns[0]) == len(turns[1]) == 3
+    assert not any(torch.equal(a[0], b[0]) for a in turns[0] for b in turns[1])
+    for turn in range(2):
+        rounds.begin_turn(turn)
+        rounds.reference_done(_batch(rounds, rounds.sets))
+    assert not rounds.context.findings.flags
+
+
+def test_with_two_turns_a_candidate_answering_one_turn_s_contents_with_the_other_s_outputs_is_stale(tmp_path):
+    from kbench.failures import Stop
+
+    rounds = _two_turn_rounds(tmp_path)
+    first = rounds.contents[0]
+    for turn in range(2):
+        rounds.begin_turn(turn)
+        rounds.candidate_done(_batch(rounds, first))  # the first turn's answers, on both turns
+    rounds.begin_turn(0)
+    rounds.reference_done(_batch(rounds, rounds.sets))
+    rounds.begin_turn(1)
+    with pytest.raises(Stop):
+        rounds.reference_done(_batch(rounds, rounds.sets))
+    assert rounds.context.findings.flags == ["stale_output"]
+
+
+def test_with_two_turns_the_reference_may_not_run_on_a_turn_the_candidate_has_not(tmp_path):
+    from kbench.failures import Stop
+
+    rounds = _two_turn_rounds(tmp_path)
+    rounds.begin_turn(0)
+    rounds.candidate_done(_batch(rounds, rounds.sets))
+    rounds.begin_turn(1)
+    with pytest.raises(Stop, match="reference before the candidate"):
+        rounds.reference_done(_batch(rounds, rounds.sets))

@@ -28,7 +28,7 @@ class Model:
     def __init__(self, name, seen, runners):
         self.name, self.seen, self.runners = name, seen, runners
 
-    def run_batch(self, count, precision=None, hold=False):
+    def run_batch(self, count, precision=None, hold=False, into=0):
         if count:
             self.seen.append((self.name if precision is None else "default",
                               {name for name, runner in self.runners.items() if runner.stopped}))
@@ -36,6 +36,8 @@ class Model:
 
 
 class Rounds:
+    turn = 0
+
     def load(self, ring):
         pass
 

@@ -131,6 +131,27 @@ def test_prepare_and_inspect_run_around_every_call_untimed():
     assert seen == ["prepare", "output"] * 4
 
 
+def test_with_two_turns_each_side_runs_two_batches_in_a_row_each_a_sample():
+    """Every side follows another side in one of its batches and itself in the other, whatever its place in the
+    round; each batch is a sample of its own (the stop rule counts batches, as with one turn), and the turn's
+    contents are chosen before each batch."""
+    clock = FakeClock()
+    order = []
+    turn = []
+
+    def side(name, seconds):
+        def call():
+            order.append((name, turn[-1]))
+            clock.now += seconds
+        return Side(call)
+
+    rule = StopRule(warmup=1, min_samples=4, max_samples=4, target_rse=1.0, budget_s=1e9)
+    candidate, reference = sample_interleaved([side("c", 0.001), side("r", 0.002)], HostTimer(clock), rule,
+                                              clock=clock, turns=2, before_turn=turn.append)
+    assert order == [("c", 0), ("c", 1), ("r", 0), ("r", 1)] * 3  # a warm-up round and two timed ones
+    assert candidate.ms == pytest.approx([1.0] * 4) and reference.ms == pytest.approx([2.0] * 4)
+
+
 def test_every_side_is_sampled_in_turn_and_all_must_be_precise():
     clock = FakeClock()
     order = []

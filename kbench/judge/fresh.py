@@ -8,6 +8,8 @@ its timed batch: reference and candidate are timed on the same contents, call fo
 in every round, so while it runs no reference output for its contents exists; the judge's copies of its outputs
 are checked against the reference's outputs for the same contents (every call's, or, for outputs too large, a
 sample the runner cannot predict: drawn after both batches), which are poisoned as soon as they have been compared.
+A round may hold two sets of contents, one per turn (sides timed in pairs of batches: timing.sample_interleaved):
+the candidate runs on both before the reference runs on either, and its outputs on both wait for the reference's.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ CHECK_PROBABILITY = 0.25
 
 
 class FreshRounds:
-    """The current round's input sets (one per call of a batch), and what the candidate and the reference did
-    with them."""
+    """The current round's input sets (one per call of a batch, for each of its turns), and what the candidate and the
+    reference did with them."""
 
     def __init__(self, make_inputs, reference_model, output_bytes: int, context: Context):
         self.make_inputs = make_inputs
@@ -47,53 +49,67 @@ class FreshRounds:
         self.generate_s = 0.0      # seconds spent making contents (untimed, but overhead)
         self.sets_made = 0         # input sets made in them
         self.set_s = math.inf      # the fastest pace of a round so far, seconds per set
-        self.count = 1             # input sets per round: the batch's calls (timed_sides.plan_batches sets it)
-        self.sets: list[list] = []
-        self.check_all = output_bytes <= CHECK_EVERY_CALL_BYTES
+        self.count = 1             # input sets per turn: the batch's calls (timed_sides.plan_batches sets it)
+        self.turns = 1             # contents per round: the batches each side runs in a round (plan_batches sets it)
+        self.turn = 0              # the turn whose contents the sides load and check now (timing.sample_interleaved)
+        self.contents: list[list[list]] = [[]]
         self.batches = 0
         self.rounds = 0
+        self.check_all = output_bytes <= CHECK_EVERY_CALL_BYTES
         self.new_round()
 
+    @property
+    def sets(self) -> list[list]:
+        """The current turn's input sets."""
+        return self.contents[self.turn]
+
     def new_round(self) -> None:
-        if self.rounds and not self.fresh and len(self.sets) == self.count:
+        self.turn = 0
+        if self.rounds and not self.fresh and len(self.contents) == self.turns and len(self.sets) == self.count:
             return
         started = time.perf_counter()
-        # The last round's contents go first: with inputs of gigabytes (a 16 GiB avgpool input, the sides'
-        # rings beside them) one more set at the peak may not fit the card.
-        self.sets = []
-        self.sets = [self.make_inputs(self.random.getrandbits(63)) for _ in range(self.count)]
+        # The last round's contents go first: with inputs of gigabytes (a 16 GiB avgpool input, the sides' rings
+        # beside them) one more set at the peak may not fit the card.
+        self.contents = []
+        self.contents = [[self.make_inputs(self.random.getrandbits(63)) for _ in range(self.count)]
+                         for _ in range(self.turns)]
         synchronize(self.context.device)
         spent = time.perf_counter() - started
+        made = self.count * self.turns
         self.generate_s += spent
-        self.sets_made += len(self.sets)
-        self.set_s = min(self.set_s, spent / max(len(self.sets), 1))
+        self.sets_made += made
+        self.set_s = min(self.set_s, spent / max(made, 1))
         self.rounds += 1
-        self.candidate_ran = False
-        self.candidate_outputs = None  # the judge's copies, kept until the reference runs on these contents
+        self.candidate_ran = [False] * self.turns
+        self.candidate_outputs = [None] * self.turns  # the judge's copies, kept until the reference runs on them
+
+    def begin_turn(self, turn: int) -> None:
+        """The sides load and check turn `turn`'s contents until the next call (timing.sample_interleaved)."""
+        self.turn = turn
 
     def load(self, ring: list[list]) -> None:
-        """This round's contents into a side's ring of input buffers (non-tensor arguments stay as they are)."""
+        """This turn's contents into a side's ring of input buffers (non-tensor arguments stay as they are)."""
         for buffers, inputs in zip(ring, self.sets):
             refill(buffers, inputs)
 
     def reference_done(self, outputs) -> None:
-        """After the reference's batch on this round's contents (the candidate's came first); `outputs`:
+        """After the reference's batch on this turn's contents (the candidate's came first); `outputs`:
         remote.BatchOutputs."""
-        if not self.candidate_ran:  # the sides' order is the guard: its outputs would go unchecked
+        if not self.candidate_ran[self.turn]:  # the sides' order is the guard: its outputs would go unchecked
             raise Stop(Evidence(Party.JUDGE, Kind.BROKE_RULE,
                                 "kbench timed the reference before the candidate in a round"))
-        if self.candidate_outputs is not None:
-            self._compare(self.candidate_outputs, outputs)
-            self.candidate_outputs = None
+        if self.candidate_outputs[self.turn] is not None:
+            self._compare(self.candidate_outputs[self.turn], outputs)
+            self.candidate_outputs[self.turn] = None
         for ring in outputs.rings:
             guards.poison(ring)
 
     def candidate_done(self, outputs) -> None:
-        """After the candidate's batch on this round's contents: the judge's copies of its outputs wait for the
-        reference's."""
-        self.candidate_ran = True
+        """After the candidate's batch on this turn's contents: the judge's copies of its outputs (in a buffer of
+        this turn's: remote.RemoteModel.run_batch `into`) wait for the reference's."""
+        self.candidate_ran[self.turn] = True
         if self.fresh:
-            self.candidate_outputs = outputs
+            self.candidate_outputs[self.turn] = outputs
 
     def _checked_calls(self) -> list[int]:
         """Every call, or (large outputs) a random share and at least one, drawn now: after the batch ran."""

@@ -38,10 +38,12 @@ class RemoteModel:
         self.room = room  # None: the reference's runner (no candidate code), bounded only by _sizes
         self.last: wire.CallReply | None = None
         self.ring_slots: list[tuple[str, int]] = []  # per output: the arena of the ring's output slots, bytes per slot
-        self.private: dict[int, torch.Tensor] = {}  # the judge's copies of the ring's output slots, by output index
+        # The judge's copies of the ring's output slots, by (buffer, output index): two buffers where a side's outputs
+        # of one batch wait for the reference's while its next batch runs (run_batch `into`).
+        self.private: dict[tuple[int, int], torch.Tensor] = {}
         self.staged: list = []  # the last call's arguments as the runner saw them (arena views; None: not a tensor)
         self.imports = Imports(runner.device) if runner.device.type == "cuda" else None  # held outputs' memory
-        self.slot_lists: dict[int, tuple[tuple, list]] = {}  # per output: its slots in the judge's buffer, listed
+        self.slot_lists: dict[tuple[int, int], tuple[tuple, list]] = {}  # each buffer's slots of an output, listed
 
     def __call__(self, *inputs):
         return self.call(list(inputs))
@@ -132,9 +134,9 @@ class RemoteModel:
         return views
 
     def run_batch(self, count: int, precision: str | None = None, kept: bool = False,
-                  hold: bool = False) -> "BatchOutputs":
+                  hold: bool = False, into: int = 0) -> "BatchOutputs":
         """`count` calls in the runner, call i on the ring's input set i; returns their outputs, copied into the
-        judge's memory (valid until the next batch) before it returns: out of the ring's slots, or with `hold` (on
+        judge's buffer `into` (valid until the next batch into it) before it returns: out of the ring's slots, or with `hold` (on
         a GPU) out of the runner's own memory where its calls left them (runner/held.py; HoldUnusable where they
         cannot be read there). The judge's clock around it (sides.BatchTimer) stops only once the judge holds
         them, so work the runner left queued, or did after its reply, is either inside the clock or missing from
@@ -144,9 +146,9 @@ class RemoteModel:
         replied_at = time.perf_counter()
         self.last = reply
         if hold and count:
-            rings = self._held_copies(reply, count, shared=kept)
+            rings = self._held_copies(reply, count, shared=kept, into=into)
         else:
-            rings = self._ring_copies(reply, count) if count else []
+            rings = self._ring_copies(reply, count, into) if count else []
         outputs = BatchOutputs(rings, reply.sequence, replied_at)
         synchronize(self.runner.device)
         if hold:
@@ -185,17 +187,18 @@ class RemoteModel:
                         if value})
         return _parsed(self._reply(self.runner.request(message)))
 
-    def _ring_copies(self, reply: wire.CallReply, count: int) -> list[torch.Tensor]:
-        """Per output: its `count` slots copied into the judge's memory in one copy, seen as [count, *shape]."""
+    def _ring_copies(self, reply: wire.CallReply, count: int, into: int = 0) -> list[torch.Tensor]:
+        """Per output: its `count` slots copied into the judge's buffer `into` in one copy, seen as [count, *shape]."""
         rings = []
         for index, (arena, stride, dtype, shape) in enumerate(self._readable(reply)):
-            private = self._private_bytes(index, arena, count * stride)
+            private = self._private_bytes(index, arena, count * stride, into)
             rings.append(_slots_view(private, dtype, shape, count, stride))
         return rings
 
-    def _held_copies(self, reply: wire.CallReply, count: int, shared: bool = False) -> list[torch.Tensor]:
+    def _held_copies(self, reply: wire.CallReply, count: int, shared: bool = False,
+                     into: int = 0) -> list[torch.Tensor]:
         """Per output: each call's output copied out of the runner's memory, where the call left it, into slot i of
-        the judge's buffer for it (held.copy_held), seen as [count, *shape]. HoldUnusable where the reply does not
+        the judge's buffer `into` for it (held.copy_held), seen as [count, *shape]. HoldUnusable where the reply does not
         name a place for every call's output, or (unless `shared`: kept outputs, which repeat) names overlapping
         places: memory a later call overwrote."""
         held = reply.held
@@ -203,20 +206,21 @@ class RemoteModel:
             raise HoldUnusable(f"the runner named places for {len(held.calls)} of {count} calls' outputs")
         rings, spans = [], []
         for index, (arena, stride, dtype, shape) in enumerate(self._readable(reply)):
-            ring = _slots_view(self._private(index, count * stride), dtype, shape, count, stride)
+            ring = _slots_view(self._private(index, count * stride, into), dtype, shape, count, stride)
             rings.append(ring)
             if nbytes(dtype, shape):
-                spans += copy_held(self.imports, held, index, dtype, shape, self._slot_list(ring, index))
+                spans += copy_held(self.imports, held, index, dtype, shape, self._slot_list(ring, (into, index)))
         if not shared and overlapping(spans):
             raise HoldUnusable("two calls' outputs share memory (a later call may have overwritten an earlier one's)")
         return rings
 
-    def _slot_list(self, ring: torch.Tensor, index: int) -> list[torch.Tensor]:
-        """Output `index`'s slots in `ring` as a list of tensors, made once per layout of the ring."""
-        key = (index, ring.data_ptr(), ring.dtype, tuple(ring.shape), tuple(ring.stride()))
-        if self.slot_lists.get(index, (None,))[0] != key:
-            self.slot_lists[index] = (key, list(ring.unbind(0)))
-        return self.slot_lists[index][1]
+    def _slot_list(self, ring: torch.Tensor, buffer: tuple[int, int]) -> list[torch.Tensor]:
+        """The slots in `ring` (of `buffer`: run_batch's `into`, the output's index) as a list of tensors, made once
+        per layout of the ring (not inside the judge's clock at every batch)."""
+        key = (ring.data_ptr(), ring.dtype, tuple(ring.shape), tuple(ring.stride()))
+        if self.slot_lists.get(buffer, (None,))[0] != key:
+            self.slot_lists[buffer] = (key, list(ring.unbind(0)))
+        return self.slot_lists[buffer][1]
 
     def _readable(self, reply: wire.CallReply) -> list[tuple[str, int, torch.dtype, tuple]]:
         """Per output the reply describes: its slots' arena and stride, its dtype and shape; a Stop where it is not
@@ -237,18 +241,19 @@ class RemoteModel:
             found.append((arena, stride, dtype, meta.shape))
         return found
 
-    def _private_bytes(self, index: int, arena: str, size: int) -> torch.Tensor:
-        """The first `size` bytes of `arena`, copied into the judge's buffer for output `index`."""
-        buffer = self._private(index, size)
+    def _private_bytes(self, index: int, arena: str, size: int, into: int = 0) -> torch.Tensor:
+        """The first `size` bytes of `arena`, copied into the judge's buffer `into` for output `index`."""
+        buffer = self._private(index, size, into)
         buffer[:size].copy_(self.runner.arenas.buffers[arena][:size])
         return buffer
 
-    def _private(self, index: int, size: int) -> torch.Tensor:
-        """The judge's buffer for output `index`, `size` bytes at least (no allocation between the request and the
-        judge's clock once it exists)."""
-        buffer = self.private.get(index)
+    def _private(self, index: int, size: int, into: int = 0) -> torch.Tensor:
+        """The judge's buffer `into` for output `index`, `size` bytes at least (no allocation between the request and
+        the judge's clock once it exists)."""
+        buffer = self.private.get((into, index))
         if buffer is None or buffer.numel() < size:
-            buffer = self.private[index] = torch.empty(max(size, 1), dtype=torch.uint8, device=self.runner.device)
+            buffer = self.private[into, index] = torch.empty(max(size, 1), dtype=torch.uint8,
+                                                             device=self.runner.device)
         return buffer
 
     def reserve_output_room(self) -> None:

@@ -83,6 +83,7 @@ class BatchPlan:
     slot_copy_ms: float = 0.0    # the judge's copy of one slot of every output, launch and all
     handling_ms: float = 0.0     # a batch of no calls in the reference's runner: a runner's handling of a request
     hold: bool = False           # outputs read where the calls left them (runner/held.py), not copied into slots
+    turns: int = 1               # batches each side runs in a row in a round, each on contents of its own
     candidate_ring: list | None = None   # each input set's buffers, in the candidate's runner's arenas
     reference_ring: list | None = None   # and in the reference's
 
@@ -103,7 +104,8 @@ class BatchPlan:
     def describe(self) -> str:
         limited = f", held there by {self.limit}" if self.limit else ""
         outputs = "read where the calls left them" if self.hold else "copied into the ring's slots by the runner"
-        return (f"batches of {self.count} call(s), outputs {outputs} (a call first estimated at "
+        turns = "two in a row for each side" if self.turns == 2 else "one for each side in a round"
+        return (f"batches of {self.count} call(s), outputs {outputs}, {turns} (a call first estimated at "
                 f"{self.estimate_ms:.3g} ms; the judge's fixed cost {self.overhead_ms:.3g} ms per batch and its copy "
                 f"of the outputs {self.copy_ms:.3g} ms per call, subtracted; its own copy of one slot "
                 f"{self.slot_copy_ms:.3g} ms; a batch of no calls {self.handling_ms:.3g} ms; resolution "
@@ -113,7 +115,8 @@ class BatchPlan:
 def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan, context: Context,
                 compiled=None, baselines: bool = True) -> dict[str, timing.Side]:
     """'candidate', 'reference' and the baselines asked for, in the order the timing loop runs them (the candidate
-    first: fresh.py), each a batch of `plan.count` calls on the round's contents, loaded into its ring before it.
+    first: fresh.py), each a batch of `plan.count` calls on the current turn's contents, loaded into its ring
+    before it.
     While anything but the candidate runs, the candidate's runner is stopped (remote_process.RunnerProcess.pause),
     and the reference's while the candidate runs; before every clock starts, on a GPU, the judge waits until the GPU
     is free of the work queued before (quiet.py): every side's batch starts from the same state. `compiled`: the
@@ -132,7 +135,9 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
         if context.reference_runner is not None:
             context.reference_runner.resume()
         rounds.candidate_done(outputs)
-    candidate_side = timing.Side(lambda: candidate_model.run_batch(count, hold=hold), prepare=prepare_candidate,
+    # Its outputs on a turn's contents wait in a buffer of that turn's for the reference's (fresh.py).
+    candidate_side = timing.Side(lambda: candidate_model.run_batch(count, hold=hold, into=rounds.turn),
+                                 prepare=prepare_candidate,
                                  inspect=candidate_done, timer=timer(context.runner))
     reference_inspect = rounds.reference_done if config.guards else timing.do_nothing
 

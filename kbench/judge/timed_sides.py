@@ -42,6 +42,9 @@ RING_HOST_BYTES = 1 << 30
 EMPTY_BATCHES = 7
 PROBE_ROUNDS = 2
 COPY_CALIBRATIONS = 5
+# Batches each side runs in a row in a round, each on contents of its own (timing.sample_interleaved): every side
+# then follows another side once and itself once, whatever its place in the round (where memory allows: _turns_fit).
+TURNS = 2
 # Input sets in the ring while the fixed cost is measured (batches of one call and of this many), and rounds of them.
 CALIBRATION_CALLS = 8
 FIXED_COST_ROUNDS = 7
@@ -53,6 +56,7 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
     call), size the batch, and load both runners' rings of that many input sets. `hold`: every batch's outputs are
     read where its calls left them (HoldUnusable from a batch where they cannot be)."""
     device = context.device
+    rounds.turns = 1  # the probe's rounds (and a second plan's, with outputs copied, starts like the first)
     output_bytes = _output_bytes(reference_model, rounds.sets[0], device)
     room = ring_room(rounds.sets[0], output_bytes, device)
     plan = BatchPlan(1, 0.0, 0.0, 0.0, hold=hold)
@@ -82,11 +86,19 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
                          (affordable, "making its fresh inputs"))[1]
     if plan.count > len(plan.reference_ring):
         _load_rings(plan, plan.count, rounds, timed_reference, candidate_model, output_bytes)
-    rounds.count = plan.count  # the timing loop's rounds make that many sets
+    rounds.count = plan.count  # the timing loop's rounds make that many sets, for each turn
+    plan.turns = rounds.turns = TURNS if _turns_fit(rounds.sets[0], output_bytes, plan.count, device) else 1
     plan.slot_copy_ms, plan.copy_ms = copies_ms(timed_reference, len(plan.reference_ring), context, hold)
     plan.handling_ms = empty_ms(timed_reference, context)
     print(f"kbench: judge's clock: {plan.describe()}", flush=True)  # the evaluation's log
     return plan
+
+
+def _turns_fit(inputs: list, output_bytes: list[int], count: int, device: torch.device) -> bool:
+    """Whether the memory a second turn takes (its input sets, and a second buffer of the judge's for the candidate's
+    outputs, which wait for the reference's) fits in RING_MEMORY_SHARE of what is free now, beside the rings."""
+    extra = count * (tensor_bytes(inputs) + sum(output_bytes))
+    return extra <= RING_MEMORY_SHARE * _free_bytes(device)
 
 
 def _affordable(rounds) -> int:

@@ -243,29 +243,36 @@ class Samples:
 def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
                        clock: Callable[[], float] = time.monotonic,
                        clock_log: ClockLog | None = None,
-                       before_round: Callable[[], None] = do_nothing) -> list[Samples]:
+                       before_round: Callable[[], None] = do_nothing,
+                       turns: int = 1, before_turn: Callable[[int], None] = do_nothing) -> list[Samples]:
     """Time the sides in turn, round after round, always in the order given (kbench puts the candidate
     first: no reference output for a round's contents exists while it runs), so drift in clocks or load
-    cancels in their ratios. Every timed call starts the same way whatever ran before it: the timer
-    flushes L2 and the device was idle (each call ends with a synchronisation). Stops when every side's
-    median is precise enough or the budget is spent. `clock_log`, when given, reads the GPU clock after
-    the warm-up, between rounds and at the end; `before_round` runs before every round, warm-up included
-    (it makes the round's input contents)."""
-    for _ in range(rule.warmup):
+    cancels in their ratios. With `turns` 2 each side runs two batches in a row, `before_turn(t)` before
+    its t-th (fresh.py: the round's t-th contents), each a sample: every side then follows another side
+    in one batch and itself in the other, whatever its place in the round. Every timed call starts the
+    same way whatever ran before it: the timer flushes L2 and the device was idle (each call ends with a
+    synchronisation). Stops when every side's median is precise enough or the budget is spent.
+    `clock_log`, when given, reads the GPU clock after the warm-up, between rounds and at the end;
+    `before_round` runs before every round, warm-up included (it makes the round's input contents)."""
+    def run_round(samples: list[Samples] | None) -> None:
         before_round()
-        for side in sides:
-            _measure(side, timer)
+        for index, side in enumerate(sides):
+            for turn in range(turns):
+                before_turn(turn)
+                measured = _measure(side, timer)
+                if samples is not None:
+                    samples[index].ms.append(measured[0])
+                    samples[index].wall_ms.append(measured[1])
+                    samples[index].others_cpu_ms.append(measured[2])
+
+    for _ in range(rule.warmup):
+        run_round(None)
     samples = [Samples() for _ in sides]
     if clock_log:
         clock_log.record(force=True)
     started = clock()
     while not rule.done([side_samples.ms for side_samples in samples], clock() - started):
-        before_round()
-        for side, side_samples in zip(sides, samples):
-            timed_ms, wall_ms, others_cpu_ms = _measure(side, timer)
-            side_samples.ms.append(timed_ms)
-            side_samples.wall_ms.append(wall_ms)
-            side_samples.others_cpu_ms.append(others_cpu_ms)
+        run_round(samples)
         if clock_log:
             clock_log.record()
     if clock_log:
