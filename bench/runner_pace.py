@@ -1,6 +1,6 @@
 """Does a batch take longer in a runner started as the candidate's than in one started as the reference's? (GPU)
 
-    PYTHONPATH=$PWD python3 bench/runner_pace.py PROBLEM.py [--count K] [--rounds N]
+    PYTHONPATH=$PWD python3 bench/runner_pace.py PROBLEM.py [--count K] [--rounds N] [--pin]
 
 Starts two runners as an evaluation starts the candidate's (confined, in a cgroup of their own) and two as it starts
 the reference's (protected), builds the problem's own Model in each (a stand-in: the same code everywhere), loads
@@ -9,14 +9,18 @@ loop does (the other runners stopped, L2 flushed, an untimed batch of no calls f
 that turns every round. Then one confined runner makes what the candidate's runner makes in its trials (a profiled
 call of its kernels, a call with its ops recorded) and the rounds run again. Prints each runner's median batch wall
 and request-to-reply time, in ms: runners of one kind should match; the candidate's kind against the reference's
-is the side bias a self-candidate shows, and the profiled runner against its twin is what trials leave behind."""
+is the side bias a self-candidate shows, and the profiled runner against its twin is what trials leave behind. With
+`--pin`, every runner (and this process) runs on the CPU this process is on, as on a CPU device while timing: runners
+of one kind then differ by what their processes are, not by where the scheduler put them."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 
 from kbench.judge.remote_process import RunnerProcess
+from kbench.processes import on_one_cpu
 from kbench.runner.limits import private_shm
 
 KINDS = (("confined", False), ("confined", False), ("protected", True), ("protected", True))
@@ -28,11 +32,14 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1, help="calls per batch")
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--device", default="cuda:0")
+    parser.add_argument("--pin", action="store_true", help="every runner on this process's CPU")
     arguments = parser.parse_args()
     shared = private_shm()
     runners = [RunnerProcess(arguments.device, protected=protected, private_shm=shared) for _, protected in KINDS]
     try:  # the runners start before this process touches CUDA, as an evaluation's do
-        run(runners, arguments)
+        pids = [pid for runner in runners for pid in runner.processes()] if arguments.pin else []
+        with on_one_cpu(pids) if pids else contextlib.nullcontext():
+            run(runners, arguments)
     finally:
         for runner in runners:
             runner.stop()
@@ -58,7 +65,8 @@ def run(runners: list[RunnerProcess], arguments) -> None:
         model.load_ring(sets, sizes)
     l2 = timing.CudaEventTimer(device) if device.type == "cuda" else None
     names = [f"{kind} {index % 2 + 1}" for index, (kind, _) in enumerate(KINDS)]
-    print(f"{arguments.problem}: batches of {arguments.count}, {arguments.rounds} rounds", flush=True)
+    pinned = ", every runner on one CPU" if arguments.pin else ""
+    print(f"{arguments.problem}: batches of {arguments.count}, {arguments.rounds} rounds{pinned}", flush=True)
     print(f"{'phase':<14} {'runner':<12} {'wall ms':>9} {'reply ms':>9}")
     for phase in ("fresh", "after trials"):  # the trials: confined 1 only
         if phase != "fresh":
