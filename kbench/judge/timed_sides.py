@@ -61,8 +61,12 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
     room = ring_room(rounds.sets[0], output_bytes, device)
     plan = BatchPlan(1, 0.0, 0.0, 0.0, hold=hold)
     _load_rings(plan, min(CALIBRATION_CALLS, room), rounds, timed_reference, candidate_model, output_bytes)
-    plan.overhead_ms = fixed_cost(timed_reference, plan.reference_ring, lambda: rounds.load(plan.reference_ring), flush,
-                                  context, hold)
+    if len(plan.reference_ring) < 2:  # batches of one call: the parts of their fixed cost are what the plan needs
+        plan.handling_ms, plan.slot_copy_ms = _one_set_cost(timed_reference, context, hold)
+        plan.overhead_ms = plan.handling_ms + plan.slot_copy_ms
+    else:
+        plan.overhead_ms = fixed_cost(timed_reference, plan.reference_ring, lambda: rounds.load(plan.reference_ring),
+                                      flush, context, hold)
     rounds.count = 1  # the probe's batches: one call, one input set a round
     probe = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, baselines=False)
     rule = timing.StopRule(warmup=max(context.config.warmup, 1), min_samples=PROBE_ROUNDS, max_samples=PROBE_ROUNDS,
@@ -88,8 +92,9 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
         _load_rings(plan, plan.count, rounds, timed_reference, candidate_model, output_bytes)
     rounds.count = plan.count  # the timing loop's rounds make that many sets, for each turn
     plan.turns = rounds.turns = TURNS if _turns_fit(rounds.sets[0], output_bytes, plan.count, device) else 1
-    plan.slot_copy_ms, plan.copy_ms = copies_ms(timed_reference, len(plan.reference_ring), context, hold)
-    plan.handling_ms = empty_ms(timed_reference, context)
+    if len(plan.reference_ring) > 1:
+        plan.slot_copy_ms, plan.copy_ms = copies_ms(timed_reference, len(plan.reference_ring), context, hold)
+        plan.handling_ms = empty_ms(timed_reference, context)
     print(f"kbench: judge's clock: {plan.describe()}", flush=True)  # the evaluation's log
     return plan
 
@@ -151,10 +156,9 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
     batches' slope). `refill`: before each batch, what the timing loop does to the ring. `hold`: the outputs read
     where the calls left them, as the timing loop's batches read them. Where the ring holds one input set (inputs
     too large for two; batches of one call), a batch of no calls and the judge's copy of one slot stand in for it."""
-    if hold or len(ring) > 1:
-        timed_reference.keep()
     if len(ring) < 2:
-        return empty_ms(timed_reference, context) + copies_ms(timed_reference, 1, context, hold)[0]
+        return sum(_one_set_cost(timed_reference, context, hold))
+    timed_reference.keep()
     sizes = (1, len(ring))
     sides = [runner_side(lambda count=count: timed_reference.run_batch(count, kept=True, hold=hold), refill, context,
                          timing.do_nothing, BatchTimer(flush, count), timed_reference) for count in sizes]
@@ -164,6 +168,14 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
     # No more than a batch of one took: on a busy machine the two can come out in the wrong order, and a fixed cost
     # above a batch's wall would leave a call no time at all.
     return min(max(one - (many - one) / (sizes[1] - 1), 0.0), one)
+
+
+def _one_set_cost(timed_reference, context: Context, hold: bool) -> tuple[float, float]:
+    """Where the ring holds one input set: (a batch of no calls, the judge's copy of one slot), which stand in for
+    the fixed cost's intercept together."""
+    if hold:
+        timed_reference.keep()
+    return empty_ms(timed_reference, context), copies_ms(timed_reference, 1, context, hold)[0]
 
 
 def empty_ms(timed_reference, context: Context) -> float:
