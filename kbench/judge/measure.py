@@ -64,9 +64,7 @@ def measure(reference_model, timed_reference, candidate_model, make_inputs, tria
         if compiled is None and "compile" in config.baselines:
             compiled = compiled_reference(reference_model, rounds.sets[0], context)
         sides = build_sides(timed_reference, candidate_model, rounds, flush, plan, context, compiled)
-        # A first round untimed where the ring is larger than the probe's (new arenas) or a second turn's buffers
-        # are new.
-        samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == plan.turns == 1 else 1)
+        samples, clocks = _sample(sides, rounds, context, warmup=0 if plan.count == 1 else 1)
         return plan, sides, _fixed_cost_bounded(samples, sides, plan.fixed_ms, context), clocks
     try:
         with _taking_turns_on_one_cpu(context):
@@ -218,8 +216,8 @@ def _flush(l2, device) -> Callable[[], None]:
 
 def _sample(sides: dict, rounds: FreshRounds, context: Context, warmup: int) -> tuple[dict, ClockRecord | None]:
     """Samples per side, and the GPU's clocks while they were taken. The models ran in the probe's batches already
-    (timed_sides.plan_batches): `warmup` rounds for a ring larger than the probe's, whose new arenas have not, or for
-    a second turn. Each side runs `rounds.turns` batches in a row, each on contents of its own (fresh.py)."""
+    (timed_sides.plan_batches): `warmup` rounds for a ring larger than the probe's, whose new arenas have not. Each
+    side runs `rounds.turns` batches in a row, each on contents of its own (fresh.py)."""
     config, device = context.config, context.device
     rule = timing.StopRule(warmup=warmup, min_samples=config.min_samples, max_samples=config.max_samples,
                            target_rse=config.target_rse, budget_s=config.time_budget_s)

@@ -179,6 +179,11 @@ class RemoteModel:
         synchronize(self.runner.device)
         return (time.perf_counter() - started) * 1e3
 
+    def reserve_copies(self, count: int, into: int) -> None:
+        """The judge's buffer `into` for the outputs of a batch of `count` calls, made now (untimed)."""
+        for index, (_, stride) in enumerate(self.ring_slots):
+            self._private(index, count * stride, into)
+
     def _batch_reply(self, count: int, precision: str | None = None, kept: bool = False,
                      hold: bool = False) -> wire.CallReply:
         """The runner's reply to a batch of `count` calls (run_batch says what the options ask)."""

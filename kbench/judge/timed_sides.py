@@ -92,6 +92,8 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
         _load_rings(plan, plan.count, rounds, timed_reference, candidate_model, output_bytes)
     rounds.count = plan.count  # the timing loop's rounds make that many sets, for each turn
     plan.turns = rounds.turns = TURNS if _turns_fit(rounds.sets[0], output_bytes, plan.count, device) else 1
+    for into in range(plan.turns):  # made now, not inside a timed batch
+        candidate_model.reserve_copies(plan.count, into)
     if len(plan.reference_ring) > 1:
         plan.slot_copy_ms, plan.copy_ms = copies_ms(timed_reference, len(plan.reference_ring), context, hold)
         plan.handling_ms = empty_ms(timed_reference, context)
