@@ -103,11 +103,11 @@ def test_a_batch_into_the_judge_s_second_buffer_leaves_the_first_batch_s_copies_
     for buffers, inputs in zip(ring, second):
         buffers[0].copy_(inputs[0])
     model.reserve_copies(2, into=1)  # made before the batch: none is allocated inside the judge's clock
-    reserved = [model.private[1, index] for index in range(2)]
+    reserved = [model.copies.buffers[1, index] for index in range(2)]
     later = model.run_batch(2, into=1)
     for outputs, sets in ((kept, first), (later, second)):
         assert all(torch.equal(outputs.call(index)[0], inputs[0].amin(-1)) for index, inputs in enumerate(sets))
-    assert all(model.private[1, index] is buffer for index, buffer in enumerate(reserved))
+    assert all(model.copies.buffers[1, index] is buffer for index, buffer in enumerate(reserved))
 
 
 @pytest.fixture()

@@ -21,7 +21,7 @@ def _rounds(tmp_path) -> fresh.FreshRounds:
 
 def _timed_calls(rounds: fresh.FreshRounds, events: list | None = None) -> None:
     """The candidate's and the reference's timed batches of a round, as the sides report them."""
-    from kbench.judge.remote import BatchOutputs
+    from kbench.judge.copies import BatchOutputs
 
     output = torch.stack([inputs[0] * 2 for inputs in rounds.sets])  # each call's output, one per input set
     time.sleep(0.001)
@@ -137,7 +137,7 @@ def _two_turn_rounds(tmp_path) -> fresh.FreshRounds:
 
 
 def _batch(rounds: fresh.FreshRounds, sets: list):
-    from kbench.judge.remote import BatchOutputs
+    from kbench.judge.copies import BatchOutputs
 
     return BatchOutputs([torch.stack([inputs[0] * 2 for inputs in sets])], sequence=False)
 

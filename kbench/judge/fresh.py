@@ -94,7 +94,7 @@ class FreshRounds:
 
     def reference_done(self, outputs) -> None:
         """After the reference's batch on this turn's contents (the candidate's came first); `outputs`:
-        remote.BatchOutputs."""
+        copies.BatchOutputs."""
         if not self.candidate_ran[self.turn]:  # the sides' order is the guard: its outputs would go unchecked
             raise Stop(Evidence(Party.JUDGE, Kind.BROKE_RULE,
                                 "kbench timed the reference before the candidate in a round"))

@@ -17,6 +17,7 @@ from typing import Callable
 import torch
 
 from kbench.failures import RUNNER_REPORTS, Evidence, Kind, Party, Stop
+from kbench.judge.copies import BatchOutputs, CopyBuffers, slot_bytes, slots_view
 from kbench.judge.output_room import OutputRoom
 from kbench.judge.remote_process import RunnerProcess
 from kbench.layouts import laid_out, nbytes, plain, storage_bytes
@@ -38,12 +39,9 @@ class RemoteModel:
         self.room = room  # None: the reference's runner (no candidate code), bounded only by _sizes
         self.last: wire.CallReply | None = None
         self.ring_slots: list[tuple[str, int]] = []  # per output: the arena of the ring's output slots, bytes per slot
-        # The judge's copies of the ring's output slots, by (buffer, output index): two buffers where a side's outputs
-        # of one batch wait for the reference's while its next batch runs (run_batch `into`).
-        self.private: dict[tuple[int, int], torch.Tensor] = {}
+        self.copies = CopyBuffers(runner.device)  # the judge's copies of the ring's output slots (run_batch)
         self.staged: list = []  # the last call's arguments as the runner saw them (arena views; None: not a tensor)
         self.imports = Imports(runner.device) if runner.device.type == "cuda" else None  # held outputs' memory
-        self.slot_lists: dict[tuple[int, int], tuple[tuple, list]] = {}  # each buffer's slots of an output, listed
 
     def __call__(self, *inputs):
         return self.call(list(inputs))
@@ -72,7 +70,7 @@ class RemoteModel:
         on a card they may hold gigabytes the judge needs meanwhile."""
         self.close_held()  # before the runner frees what they map
         self._reply(self.runner.request({"op": "release"}))
-        self.staged, self.private, self.ring_slots, self.slot_lists = [], {}, [], {}
+        self.staged, self.ring_slots, self.copies = [], [], CopyBuffers(self.runner.device)
         self.runner.arenas.close()
         if self.runner.device.type == "cuda":
             torch.cuda.ipc_collect()  # arenas the runner mapped wait in torch's limbo until it let go
@@ -125,7 +123,7 @@ class RemoteModel:
             message, staged = self.stage(inputs, prefix=f"r{index}_" if index else "in")
             calls.append(message["args"])
             views.append([view if view is not None else value for view, value in zip(staged, inputs)])
-        strides = [_slot_bytes(size) for size in output_bytes]
+        strides = [slot_bytes(size) for size in output_bytes]
         self.ring_slots = [(self.runner.arenas.ensure(f"out{index}", len(input_sets) * stride), stride)
                            for index, stride in enumerate(strides)]
         self._reply(self.runner.request({"op": "ring", "calls": calls,
@@ -134,13 +132,13 @@ class RemoteModel:
         return views
 
     def run_batch(self, count: int, precision: str | None = None, kept: bool = False,
-                  hold: bool = False, into: int = 0) -> "BatchOutputs":
+                  hold: bool = False, into: int = 0) -> BatchOutputs:
         """`count` calls in the runner, call i on the ring's input set i; returns their outputs, copied into the
-        judge's buffer `into` (valid until the next batch into it) before it returns: out of the ring's slots, or with `hold` (on
-        a GPU) out of the runner's own memory where its calls left them (runner/held.py; HoldUnusable where they
-        cannot be read there). The judge's clock around it (sides.BatchTimer) stops only once the judge holds
-        them, so work the runner left queued, or did after its reply, is either inside the clock or missing from
-        the copies (and fails their check). `kept`: each call returns the outputs keep() kept, at no cost (the
+        judge's buffer `into` (copies.py; valid until the next batch into it) before it returns: out of the ring's
+        slots, or with `hold` (on a GPU) out of the runner's own memory where its calls left them (runner/held.py;
+        HoldUnusable where they cannot be read there). The judge's clock around it (sides.BatchTimer) stops only
+        once the judge holds them, so work the runner left queued, or did after its reply, is either inside the
+        clock or missing from the copies (and fails their check). `kept`: each call returns the outputs keep() kept, at no cost (the
         reference's runner's calibration batches)."""
         reply = self._batch_reply(count, precision, kept, hold)
         replied_at = time.perf_counter()
@@ -175,14 +173,14 @@ class RemoteModel:
             self._held_copies(reply, count, shared=True)
         else:
             for index, (arena, stride) in enumerate(self.ring_slots):
-                self._private_bytes(index, arena, count * stride)
+                self._copied(index, arena, count * stride)
         synchronize(self.runner.device)
         return (time.perf_counter() - started) * 1e3
 
     def reserve_copies(self, count: int, into: int) -> None:
         """The judge's buffer `into` for the outputs of a batch of `count` calls, made now (untimed)."""
         for index, (_, stride) in enumerate(self.ring_slots):
-            self._private(index, count * stride, into)
+            self.copies.buffer(index, count * stride, into)
 
     def _batch_reply(self, count: int, precision: str | None = None, kept: bool = False,
                      hold: bool = False) -> wire.CallReply:
@@ -196,36 +194,28 @@ class RemoteModel:
         """Per output: its `count` slots copied into the judge's buffer `into` in one copy, seen as [count, *shape]."""
         rings = []
         for index, (arena, stride, dtype, shape) in enumerate(self._readable(reply)):
-            private = self._private_bytes(index, arena, count * stride, into)
-            rings.append(_slots_view(private, dtype, shape, count, stride))
+            copied = self._copied(index, arena, count * stride, into)
+            rings.append(slots_view(copied, dtype, shape, count, stride))
         return rings
 
     def _held_copies(self, reply: wire.CallReply, count: int, shared: bool = False,
                      into: int = 0) -> list[torch.Tensor]:
         """Per output: each call's output copied out of the runner's memory, where the call left it, into slot i of
-        the judge's buffer `into` for it (held.copy_held), seen as [count, *shape]. HoldUnusable where the reply does not
-        name a place for every call's output, or (unless `shared`: kept outputs, which repeat) names overlapping
+        the judge's buffer `into` for it (held.copy_held), seen as [count, *shape]. HoldUnusable where the reply does
+        not name a place for every call's output, or (unless `shared`: kept outputs, which repeat) names overlapping
         places: memory a later call overwrote."""
         held = reply.held
         if len(held.calls) != count:
             raise HoldUnusable(f"the runner named places for {len(held.calls)} of {count} calls' outputs")
         rings, spans = [], []
         for index, (arena, stride, dtype, shape) in enumerate(self._readable(reply)):
-            ring = _slots_view(self._private(index, count * stride, into), dtype, shape, count, stride)
+            ring = slots_view(self.copies.buffer(index, count * stride, into), dtype, shape, count, stride)
             rings.append(ring)
             if nbytes(dtype, shape):
-                spans += copy_held(self.imports, held, index, dtype, shape, self._slot_list(ring, (into, index)))
+                spans += copy_held(self.imports, held, index, dtype, shape, self.copies.slot_list(ring, index, into))
         if not shared and overlapping(spans):
             raise HoldUnusable("two calls' outputs share memory (a later call may have overwritten an earlier one's)")
         return rings
-
-    def _slot_list(self, ring: torch.Tensor, buffer: tuple[int, int]) -> list[torch.Tensor]:
-        """The slots in `ring` (of `buffer`: run_batch's `into`, the output's index) as a list of tensors, made once
-        per layout of the ring (not inside the judge's clock at every batch)."""
-        key = (ring.data_ptr(), ring.dtype, tuple(ring.shape), tuple(ring.stride()))
-        if self.slot_lists.get(buffer, (None,))[0] != key:
-            self.slot_lists[buffer] = (key, list(ring.unbind(0)))
-        return self.slot_lists[buffer][1]
 
     def _readable(self, reply: wire.CallReply) -> list[tuple[str, int, torch.dtype, tuple]]:
         """Per output the reply describes: its slots' arena and stride, its dtype and shape; a Stop where it is not
@@ -246,19 +236,10 @@ class RemoteModel:
             found.append((arena, stride, dtype, meta.shape))
         return found
 
-    def _private_bytes(self, index: int, arena: str, size: int, into: int = 0) -> torch.Tensor:
+    def _copied(self, index: int, arena: str, size: int, into: int = 0) -> torch.Tensor:
         """The first `size` bytes of `arena`, copied into the judge's buffer `into` for output `index`."""
-        buffer = self._private(index, size, into)
+        buffer = self.copies.buffer(index, size, into)
         buffer[:size].copy_(self.runner.arenas.buffers[arena][:size])
-        return buffer
-
-    def _private(self, index: int, size: int, into: int = 0) -> torch.Tensor:
-        """The judge's buffer `into` for output `index`, `size` bytes at least (no allocation between the request and
-        the judge's clock once it exists)."""
-        buffer = self.private.get((into, index))
-        if buffer is None or buffer.numel() < size:
-            buffer = self.private[into, index] = torch.empty(max(size, 1), dtype=torch.uint8,
-                                                             device=self.runner.device)
         return buffer
 
     def reserve_output_room(self) -> None:
@@ -317,34 +298,6 @@ class RemoteModel:
                 raise self._stop(Kind.WRONG_OUTPUT, "returned no output")
             return values[0]
         return tuple(values)
-
-
-class BatchOutputs:
-    """A batch's outputs in the judge's memory: per output, its calls' values as one [count, *shape] tensor; and
-    when the runner's reply came (time.perf_counter(): the log splits a batch's wall there, sides.BatchTimer)."""
-
-    def __init__(self, rings: list[torch.Tensor], sequence: bool, replied_at: float = 0.0):
-        self.rings = rings
-        self.sequence = sequence
-        self.replied_at = replied_at
-
-    def call(self, index: int):
-        """Call `index`'s output, in the structure the runner returned."""
-        values = tuple(ring[index] for ring in self.rings)
-        return values if self.sequence else values[0]
-
-
-def _slot_bytes(size: int) -> int:
-    return max(256, -(-size // 256) * 256)  # each slot starts aligned for any dtype's vector loads
-
-
-def _slots_view(buffer: torch.Tensor, dtype: torch.dtype, shape, count: int, stride: int) -> torch.Tensor:
-    """`count` slots of `stride` bytes from the start of `buffer` (uint8), each a contiguous tensor of `shape`."""
-    if not nbytes(dtype, shape):
-        return torch.empty((count, *shape), dtype=dtype, device=buffer.device)
-    element = torch.empty((), dtype=dtype).element_size()
-    inner = torch.empty(tuple(shape), dtype=dtype, device="meta").stride()
-    return buffer[:count * stride].view(dtype).as_strided((count, *shape), (stride // element, *inner))
 
 
 def _encoded(value):

@@ -18,7 +18,7 @@ from kbench.config import PYTORCH_DEFAULT
 from kbench.failures import one_line
 from kbench.judge import guards, timing
 from kbench.judge.progress import Context
-from kbench.judge.remote import BatchOutputs
+from kbench.judge.copies import BatchOutputs
 from kbench.loading import clone, synchronize
 
 
