@@ -138,8 +138,8 @@ class RemoteModel:
         slots, or with `hold` (on a GPU) out of the runner's own memory where its calls left them (runner/held.py;
         HoldUnusable where they cannot be read there). The judge's clock around it (sides.BatchTimer) stops only
         once the judge holds them, so work the runner left queued, or did after its reply, is either inside the
-        clock or missing from the copies (and fails their check). `kept`: each call returns the outputs keep() kept, at no cost (the
-        reference's runner's calibration batches)."""
+        clock or missing from the copies (and fails their check). `kept`: each call returns the outputs keep() kept,
+        at no cost (the reference's runner's calibration batches)."""
         reply = self._batch_reply(count, precision, kept, hold)
         replied_at = time.perf_counter()
         self.last = reply

@@ -116,11 +116,10 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
                 compiled=None, baselines: bool = True) -> dict[str, timing.Side]:
     """'candidate', 'reference' and the baselines asked for, in the order the timing loop runs them (the candidate
     first: fresh.py), each a batch of `plan.count` calls on the current turn's contents, loaded into its ring
-    before it.
-    While anything but the candidate runs, the candidate's runner is stopped (remote_process.RunnerProcess.pause),
-    and the reference's while the candidate runs; before every clock starts, on a GPU, the judge waits until the GPU
-    is free of the work queued before (quiet.py): every side's batch starts from the same state. `compiled`: the
-    torch.compile baseline, timed in the judge on the reference's ring."""
+    before it. While anything but the candidate runs, the candidate's runner is stopped
+    (remote_process.RunnerProcess.pause), and the reference's while the candidate runs; before every clock starts,
+    on a GPU, the judge waits until the GPU is free of the work queued before (quiet.py): every side's batch starts
+    from the same state. `compiled`: the torch.compile baseline, timed in the judge on the reference's ring."""
     config, count, hold = context.config, plan.count, plan.hold
     on_cpu = context.device.type == "cpu"
 
