@@ -60,30 +60,3 @@ def test_a_call_whose_output_is_not_held_is_refused(imports):
     calls = HeldOutputs((HANDLE,), ((HeldRef(0, 0, (1,), 0),), (None,)))
     with pytest.raises(held.HoldUnusable, match="does not share"):
         held.copy_held(imports, calls, 0, torch.float32, (4,), list(torch.zeros(2, 4).unbind(0)))
-
-
-def test_an_allocation_named_every_other_batch_stays_open_and_one_no_longer_named_is_closed(monkeypatch):
-    """The calibration's batches name two kept outputs in turn (a batch of one, then one of several): closing the
-    allocation a batch did not name would open it again inside the next batch's clock. One no batch names for
-    IDLE_BATCHES batches is closed (a runner's freed memory is not kept mapped for good)."""
-    allocation = torch.zeros(64, dtype=torch.uint8)
-    imports = held.Imports(torch.device("cpu"))
-    opened, closed = [], []
-
-    def open_handle(handle):  # as the driver's: opened once, until closed
-        if handle not in imports.opened:
-            opened.append(handle)
-            imports.opened[handle] = (len(opened), allocation)
-        return imports.opened[handle][1]
-    monkeypatch.setattr(imports, "_open", open_handle)
-    monkeypatch.setattr(held, "_close", lambda pointer, device: closed.append(pointer))
-    every, other = bytes(64), bytes([1]) * 64
-    for batch in range(6 + held.IDLE_BATCHES):
-        imports.place(every, HeldRef(0, 0, (1,), 0), torch.uint8, (4,))
-        if batch % 2 and batch < 6:  # named in batches 1, 3 and 5, then no more
-            imports.place(other, HeldRef(0, 0, (1,), 0), torch.uint8, (4,))
-        imports.close_unused()
-        assert closed == ([] if batch < 5 + held.IDLE_BATCHES else [2]), batch
-    assert opened == [every, other]
-    imports.close()
-    assert closed == [2, 1] and not imports.opened and not imports.places

@@ -105,30 +105,23 @@ class Exports:
         return [base64.b64encode(handle).decode() for handle in self.handles]
 
 
-# An opened allocation no batch has named for this many batches is closed. Not at once: batches that name
-# allocations in turn (the calibration's batches of one kept output and of several, timed_sides.fixed_cost) would
-# close one and open it again, inside the judge's clock, every other batch.
-IDLE_BATCHES = 4
-
-
 class Imports:
     """The judge's side: allocations of one runner opened by handle, each seen as a uint8 tensor of the size the
     driver gives it here. Kept open while batches name them (a runner's allocator hands its calls the same memory
-    batch after batch); close_unused lets go of those no batch has named for IDLE_BATCHES batches."""
+    batch after batch); close_unused lets go of the rest."""
 
     def __init__(self, device: torch.device):
         self.device = device
         self.opened: dict[bytes, tuple[int, torch.Tensor]] = {}  # handle -> (address here, the allocation's bytes)
         self.places: dict[tuple, tuple[torch.Tensor, int, int]] = {}  # a place's view and byte span, once made
-        self.batches = 0                        # batches ended (close_unused calls)
-        self.named_in: dict[bytes, int] = {}    # handle -> the last batch that named it
+        self.used: set[bytes] = set()
 
     def place(self, handle: bytes, ref: HeldRef, dtype: torch.dtype, shape) -> tuple[torch.Tensor, int, int]:
         """Output `ref` of `dtype` and `shape` over its opened allocation, and the bytes it spans there (start, end);
         HoldUnusable if it does not open or reaches beyond it. Made once per place: a runner's outputs land in the
         same places batch after batch, and a view made per call would cost more than many a call."""
         key = (handle, ref.at, ref.stride, ref.offset, dtype, tuple(shape))
-        self.named_in[handle] = self.batches
+        self.used.add(handle)
         found = self.places.get(key)
         if found is None:
             found = self.places[key] = self._viewed(handle, ref, dtype, tuple(shape))
@@ -171,21 +164,17 @@ class Imports:
         return allocation
 
     def close_unused(self) -> None:
-        """At a batch's end (once the judge's copies are done): close the allocations no batch has named for
-        IDLE_BATCHES batches, this one included."""
-        self._close({handle for handle in self.opened
-                     if self.batches - self.named_in.get(handle, -1) >= IDLE_BATCHES})
-        self.batches += 1
+        """Close the allocations no place since the last call named (once the judge's copies from them are done)."""
+        unused = {handle for handle in self.opened if handle not in self.used}
+        self.places = {key: found for key, found in self.places.items() if key[0] not in unused}
+        for handle in unused:
+            pointer, _ = self.opened.pop(handle)
+            _close(pointer, self.device)
+        self.used = set()
 
     def close(self) -> None:
-        self._close(set(self.opened))
-
-    def _close(self, handles: set[bytes]) -> None:
-        self.places = {key: found for key, found in self.places.items() if key[0] not in handles}
-        for handle in handles:
-            pointer, _ = self.opened.pop(handle)
-            self.named_in.pop(handle, None)
-            _close(pointer, self.device)
+        self.used = set()
+        self.close_unused()
 
 
 def _close(pointer: int, device: torch.device) -> None:
