@@ -57,6 +57,7 @@ def plan_batches(reference_model, timed_reference, candidate_model, rounds, flus
     read where its calls left them (HoldUnusable from a batch where they cannot be)."""
     device = context.device
     rounds.turns = 1  # the probe's rounds (and a second plan's, with outputs copied, starts like the first)
+    rounds.begin_turn(0)  # a batch that could not be held may have stopped the last round in its second turn
     output_bytes = _output_bytes(reference_model, rounds.sets[0], device)
     room = ring_room(rounds.sets[0], output_bytes, device)
     plan = BatchPlan(1, 0.0, 0.0, 0.0, hold=hold)
