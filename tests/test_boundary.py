@@ -110,6 +110,35 @@ def test_a_batch_into_the_judge_s_second_buffer_leaves_the_first_batch_s_copies_
     assert all(model.copies.buffers[1, index] is buffer for index, buffer in enumerate(reserved))
 
 
+def test_the_reference_alone_is_its_batches_of_one_call_less_their_fixed_cost_and_the_log_says_both(runner, capfd):
+    """measure.time_alone, as on a GPU before the candidate is imported (there only; it runs the same here): batches
+    of one call in the reference's runner, the candidate's runner stopped while they run, each less the fixed cost
+    per batch; the evaluation's log names their wall and that fixed cost, to tell a slow batch from a low
+    calibration."""
+    from types import SimpleNamespace
+    from statistics import median
+
+    from kbench.judge.measure import time_alone
+    from kbench.loading import input_maker, load_problem, reference_init_inputs
+
+    reference = RunnerProcess("cpu", protected=True)
+    try:
+        problem, device = load_problem(str(AXPY)), torch.device("cpu")
+        model = begin_stand_in(reference, str(reference.lend(AXPY, "problem")), "strict-fp32",
+                               reference_init_inputs(problem, 0, device), 0, {})()
+        context = SimpleNamespace(config=RunConfig(device="cpu"), device=device, runner=runner,
+                                  reference_runner=reference, quiet_gpu=None, findings=None)
+        alone, held_outputs = time_alone(model, input_maker(problem, device), context)
+    finally:
+        reference.stop()
+    logged = re.search(r"kbench: the reference alone: (\d+) batches of one call, median wall ([\d.e-]+) ms "
+                       r"\(fastest [\d.e-]+\), fixed cost ([\d.e-]+) ms, outputs copied", capfd.readouterr().out)
+    assert logged and not held_outputs
+    batches, wall_ms, fixed_ms = int(logged[1]), float(logged[2]), float(logged[3])
+    assert len(alone.samples_ms) == batches >= 3 and 0 < fixed_ms < wall_ms
+    assert 0 < median(alone.samples_ms) <= wall_ms
+
+
 @pytest.fixture()
 def busy_cpu():
     """Another process keeping a CPU busy while the test runs."""

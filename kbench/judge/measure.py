@@ -182,6 +182,9 @@ def _alone(timed_reference, ring: list, flush, hold: bool, context: Context) -> 
     rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
                            budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
     samples, = timing.sample_interleaved([side], timing.HostTimer(), rule)
+    print(f"kbench: the reference alone: {len(samples.wall_ms)} batches of one call, median wall "  # the log
+          f"{statistics.median(samples.wall_ms):.4g} ms (fastest {min(samples.wall_ms):.4g}), fixed cost "
+          f"{fixed_ms:.4g} ms, outputs {'held' if hold else 'copied'}", flush=True)
     return rebased(samples, min(fixed_ms, min(samples.wall_ms)))  # as the timing loop bounds its own
 
 
