@@ -101,8 +101,7 @@ class FreshRounds:
         if self.candidate_outputs[self.turn] is not None:
             self._compare(self.candidate_outputs[self.turn], outputs)
             self.candidate_outputs[self.turn] = None
-        for ring in outputs.rings:
-            guards.poison(ring)
+        guards.poison(outputs.rings)
 
     def candidate_done(self, outputs) -> None:
         """After the candidate's batch on this turn's contents: the judge's copies of its outputs (in a buffer of

@@ -177,7 +177,7 @@ def _alone(timed_reference, ring: list, flush, hold: bool, context: Context) -> 
     if len(ring) > 1:
         fixed_ms += copies_ms(timed_reference, len(ring), context, hold)[1]
     side = runner_side(lambda: timed_reference.run_batch(1, hold=hold), timing.do_nothing, context,
-                       timing.do_nothing, BatchTimer(flush, 1), timed_reference)
+                       timing.do_nothing, BatchTimer(flush, 1), timed_reference, stopped=context.runner)
     config = context.config
     rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
                            budget_s=min(ALONE_BUDGET_S, config.time_budget_s))

@@ -125,34 +125,31 @@ def build_sides(timed_reference, candidate_model, rounds, flush, plan: BatchPlan
 
     def timer(runner=None, fixed_ms=plan.fixed_ms) -> BatchTimer:
         return BatchTimer(flush, count, fixed_ms, runner if on_cpu else None)
-    def prepare_candidate():
-        rounds.load(plan.candidate_ring)
-        quiet_start(context, context.reference_runner)
-        candidate_model.run_batch(0)  # its runner, stopped until now, is awake and reading when the clock starts
 
-    def candidate_done(outputs):
-        if context.reference_runner is not None:
-            context.reference_runner.resume()
-        rounds.candidate_done(outputs)
-    # Its outputs on a turn's contents wait in a buffer of that turn's for the reference's (fresh.py).
-    candidate_side = timing.Side(lambda: candidate_model.run_batch(count, hold=hold, into=rounds.turn),
-                                 prepare=prepare_candidate,
-                                 inspect=candidate_done, timer=timer(context.runner))
-    reference_inspect = rounds.reference_done if config.guards else timing.do_nothing
+    def refill_candidate():
+        rounds.load(plan.candidate_ring)
 
     def refill_reference():
         rounds.load(plan.reference_ring)
+    # Its outputs on a turn's contents wait in a buffer of that turn's for the reference's (fresh.py).
+    candidate_side = runner_side(lambda: candidate_model.run_batch(count, hold=hold, into=rounds.turn),
+                                 refill_candidate, context, rounds.candidate_done, timer(context.runner),
+                                 candidate_model, stopped=context.reference_runner)
+    reference_inspect = rounds.reference_done if config.guards else timing.do_nothing
     sides = {"candidate": candidate_side,
              "reference": runner_side(lambda: timed_reference.run_batch(count, hold=hold), refill_reference, context,
-                                      reference_inspect, timer(context.reference_runner), timed_reference)}
+                                      reference_inspect, timer(context.reference_runner), timed_reference,
+                                      stopped=context.runner)}
     baseline_inspect = _poison_batch if config.guards else timing.do_nothing
     if baselines and "default" in config.baselines and not default_is_reference(context):
         sides["default"] = runner_side(lambda: timed_reference.run_batch(count, precision=PYTORCH_DEFAULT, hold=hold),
-                                       refill_reference, context, baseline_inspect, timer(), timed_reference)
+                                       refill_reference, context, baseline_inspect, timer(), timed_reference,
+                                       stopped=context.runner)
     if compiled is not None:
         ring = plan.reference_ring
         sides["compile"] = runner_side(lambda: _local_batch(compiled, ring[:count], context.device, copy=not hold),
-                                       refill_reference, context, timing.do_nothing, timer(fixed_ms=0.0))
+                                       refill_reference, context, timing.do_nothing, timer(fixed_ms=0.0),
+                                       stopped=context.runner)
     return sides
 
 
@@ -165,26 +162,28 @@ def quiet_start(context: Context, other) -> None:
         context.quiet_gpu.wait(context.findings)
 
 
-def runner_side(call, refill: Callable[[], None], context: Context, inspect, timer, model=None) -> timing.Side:
-    """A side timed in a runner other than the candidate's (or in the judge): its ring refilled, the candidate's
-    runner stopped and, on a GPU, the GPU free of the candidate's queued work before the clock starts; `model`'s
-    runner awake and reading when it does."""
+def runner_side(call, refill: Callable[[], None], context: Context, inspect, timer, model=None, *,
+                stopped) -> timing.Side:
+    """A side timed in a runner (or in the judge): its ring refilled, the runner not timed (`stopped`: the
+    reference's for the candidate, the candidate's for the others) stopped and, on a GPU, the GPU free of the work
+    queued before (quiet_start) before the clock starts, and that runner resumed after; `model`'s runner awake and
+    reading when the clock starts (it has just answered a batch of no calls, stopped until then or not)."""
     def prepare():
         refill()
-        quiet_start(context, context.runner)
+        quiet_start(context, stopped)
         if model is not None:
-            model.run_batch(0)  # as the candidate's: its runner has just answered when the clock starts
+            model.run_batch(0)
 
     def after(outputs):
-        context.runner.resume()
+        if stopped is not None:
+            stopped.resume()
         inspect(outputs)
         policy.apply_policy(context.config.policy)  # whatever a baseline changed, the checking policy is back
     return timing.Side(call, prepare=prepare, inspect=after, timer=timer)
 
 
 def _poison_batch(outputs) -> None:
-    for ring in outputs.rings:
-        guards.poison(ring)
+    guards.poison(outputs.rings)
 
 
 def _local_batch(model, ring: list, device: torch.device, copy: bool) -> None:

@@ -164,7 +164,8 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
     timed_reference.keep()
     sizes = (1, len(ring))
     sides = [runner_side(lambda count=count: timed_reference.run_batch(count, kept=True, hold=hold), refill, context,
-                         timing.do_nothing, BatchTimer(flush, count), timed_reference) for count in sizes]
+                         timing.do_nothing, BatchTimer(flush, count), timed_reference, stopped=context.runner)
+             for count in sizes]
     rule = timing.StopRule(warmup=1, min_samples=FIXED_COST_ROUNDS, max_samples=FIXED_COST_ROUNDS,
                            target_rse=math.inf, budget_s=math.inf)
     one, many = (min(samples.wall_ms) for samples in timing.sample_interleaved(sides, timing.HostTimer(), rule))
