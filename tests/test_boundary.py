@@ -20,7 +20,8 @@ import torch
 from kbench import flags
 from kbench.config import RunConfig
 from kbench.judge.instances import begin_stand_in
-from kbench.judge.remote_process import RunnerDied, RunnerProcess
+from kbench.judge.remote_process import RunnerProcess
+from kbench.judge.runner_lost import RunnerDied
 from kbench.results import Status
 from kbench.schedule.child import evaluate
 from kbench.runner import landlock, limits, wire

@@ -31,7 +31,8 @@ from kbench.processes import open_log
 from kbench.judge.progress import Context, Findings, Progress, answer_limit
 from kbench.judge.instances import new_candidate
 from kbench.judge.remote import RemoteModel
-from kbench.judge.remote_process import RunnerDied, Runners, describe_exit, evidence_of
+from kbench.judge.remote_process import Runners
+from kbench.judge.runner_lost import RunnerDied, describe_exit, evidence_of
 from kbench.results import Outcome
 from kbench.runner import wire
 from kbench.judge.trials import OfficialTrials, guard_modes, plan_instances

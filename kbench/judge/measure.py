@@ -16,7 +16,7 @@ from kbench.judge import guards, timing
 from kbench.judge.fresh import FreshRounds
 from kbench.failures import Evidence, Kind, Party, Stop, one_line
 from kbench.judge.progress import Context
-from kbench.judge.remote_process import RunnerDied
+from kbench.judge.runner_lost import RunnerDied
 from kbench.runner.held import HoldUnusable
 from kbench.results import ClockRecord, Timing
 from kbench.judge.sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, rebased,

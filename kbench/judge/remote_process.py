@@ -28,9 +28,9 @@ import torch
 
 import kbench
 from kbench.extensions.cache import BUILT_MODULE, FAILED_BUILD_LOG
-from kbench.failures import Evidence, Kind, Party
 from kbench.freezer import Freezer
-from kbench.processes import WORK_VARIABLE, children_of, is_subreaper, kill_session, signal_name, stat_fields
+from kbench.judge.runner_lost import RunnerDied, RunnerSilent
+from kbench.processes import WORK_VARIABLE, children_of, is_subreaper, kill_session, stat_fields
 from kbench.runner import wire
 from kbench.runner.arenas import JudgeArenas
 from kbench.runner.landlock import OWN_FOLDERS_VARIABLE, READABLE_VARIABLE, READS_VARIABLE, SHM_VARIABLE
@@ -41,38 +41,8 @@ from kbench.judge.runner_start import PROFILER_TEARDOWN, runner_environment, sta
 # Descriptors handed over in one message at most (Linux's SCM_MAX_FD is 253): a ring of many input sets has more.
 DESCRIPTORS_PER_MESSAGE = 200
 
-
-class RunnerDied(Exception):
-    """The runner's pipe closed: it exited or was killed (`returncode` as subprocess gives it). `ready`: it had
-    finished starting (its CUDA context) and could have run the candidate's code."""
-
-    def __init__(self, returncode: int | None, runner: "RunnerProcess | None" = None, ready: bool = True):
-        self.returncode = returncode
-        self.runner = runner
-        self.ready = ready
-        super().__init__(describe_exit(returncode))
-
-
-def describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "the runner stopped answering"
-    if returncode < 0:
-        return f"the runner was killed by {signal_name(-returncode)}"
-    return f"the runner exited with code {returncode}"
-
-
 # The judge's runners not yet stopped: a runner's stop() kills what the judge (a subreaper) inherited, but not these.
 _LIVE: set[int] = set()
-
-
-class RunnerSilent(RunnerDied):
-    """The runner gave no answer within the limit the judge set for the request (RunnerProcess.answer_limit); the
-    judge killed it."""
-
-    def __init__(self, limit_s: float, basis: str, runner: "RunnerProcess"):
-        super().__init__(None, runner)
-        self.limit_s, self.basis = limit_s, basis
-        self.args = (f"no answer within {limit_s:.3g} s ({basis}): the judge killed it",)
 
 
 class RunnerProcess:
@@ -350,11 +320,3 @@ def _signal_group(pid: int, signum: int) -> None:
     except (ProcessLookupError, PermissionError):
         pass
 
-
-def evidence_of(error: RunnerDied, phase: str, party: Party) -> Evidence:
-    """What a runner (`party`'s) that died (with its exit) or did not answer in time (and was killed) tells, in the
-    phase it was lost in; whether it had started (answered ready). verdicts.decide says whose fault it was."""
-    if isinstance(error, RunnerSilent):
-        return Evidence(party, Kind.SILENT, f"{error} while {phase}", phase=phase, started=error.ready)
-    return Evidence(party, Kind.DIED, f"{describe_exit(error.returncode)} while {phase}", phase=phase,
-                    started=error.ready)
