@@ -23,7 +23,7 @@ from pathlib import Path
 
 from kbench.config import RunConfig
 from kbench.extensions import primer
-from kbench.schedule.scheduler import LocalExecutor
+from kbench.schedule.executor import LocalExecutor
 from kbench.solution import Solution
 
 REPO = Path(__file__).resolve().parent.parent

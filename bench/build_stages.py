@@ -38,7 +38,7 @@ from kbench.config import RunConfig
 from kbench.extensions import light
 from kbench.extensions.cache import versions_tag
 from kbench.extensions.primer import arguments as primer_arguments
-from kbench.schedule.scheduler import LocalExecutor
+from kbench.schedule.executor import LocalExecutor
 from kbench.solution import PairingError, pair_problem
 
 TORCH_WAY, KBENCH_WAY = "torch's way", "kbench's way"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kbench.config import RunConfig
 from kbench.schedule.ray_executor import RayExecutor
-from kbench.schedule.scheduler import LocalExecutor
+from kbench.schedule.executor import LocalExecutor
 from kbench.solution import find_pairs
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from kbench.config import RunConfig
-from kbench.schedule.scheduler import LocalExecutor, run_pairs
+from kbench.schedule.executor import LocalExecutor
+from kbench.schedule.scheduler import run_pairs
 from kbench.solution import find_pairs
 
 

@@ -29,7 +29,8 @@ from pathlib import Path
 import torch
 
 from kbench.config import RunConfig
-from kbench.schedule.scheduler import LocalExecutor, plan_builds, run_pairs
+from kbench.schedule.executor import LocalExecutor
+from kbench.schedule.scheduler import plan_builds, run_pairs
 from kbench.solution import find_pairs
 
 CHEATS = Path("tests/fixtures/cheats")

@@ -34,9 +34,9 @@ class Judge:
 
     `config`: the same settings the CLI takes (RunConfig); `devices`: where evaluations run (default: as the
     CLI's: every visible GPU under device "auto", else the config's device); `jobs`: compilers at once
-    (default: one per usable core, fewer if memory is short); `executor`: a scheduler Executor (default: child
-    processes here; ray_executor.RayExecutor for a cluster); `out`: a results CSV every result is appended to as
-    it exists (default: none)."""
+    (default: one per usable core, fewer if memory is short); `executor`: an Executor (schedule/executor.py;
+    default: child processes here; ray_executor.RayExecutor for a cluster); `out`: a results CSV every result is
+    appended to as it exists (default: none)."""
 
     def __init__(self, config: RunConfig | None = None, *, devices: list[str] | None = None,
                  jobs: int | None = None, executor=None, out: str | os.PathLike | None = None):

@@ -69,7 +69,7 @@ def build_cpp_fixtures(cache_dir: str) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from kbench.extensions.primer import primable
-    from kbench.schedule.scheduler import LocalExecutor, flag_sets_to_prime
+    from kbench.schedule.executor import LocalExecutor, flag_sets_to_prime
     from kbench.solution import Solution
 
     config = _cpu_config(Path(cache_dir))
@@ -224,7 +224,7 @@ def gpu_cache_dir(tmp_path_factory) -> Path:
     KBENCH_CACHE_DIR, when set, is used instead, so a later `kbench eval` reuses the builds."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kbench.schedule.scheduler import CUDA_BUILD_THREADS, LocalExecutor
+    from kbench.schedule.executor import CUDA_BUILD_THREADS, LocalExecutor
 
     cache_dir = Path(os.environ.get("KBENCH_CACHE_DIR") or tmp_path_factory.mktemp("gpu-cache"))
     config = RunConfig(device="cuda", cache_dir=cache_dir, timeout_s=900)

@@ -78,7 +78,7 @@ def test_a_forked_worker_reports_its_exit_code_and_signal(cpu_config):
 
 
 def test_a_build_worker_is_forked_and_writes_to_the_build_log(cpu_config, tmp_path, monkeypatch):
-    from kbench.schedule.scheduler import LocalExecutor
+    from kbench.schedule.executor import LocalExecutor
 
     monkeypatch.setenv(READS_VARIABLE, "open")  # the candidate reads its judge's /proc folder: the point is the fork
 
@@ -114,7 +114,7 @@ def test_what_a_forked_build_leaves_behind_is_gone_when_its_build_ends(cpu_confi
     import re
 
     from kbench.processes import alive
-    from kbench.schedule.scheduler import LocalExecutor
+    from kbench.schedule.executor import LocalExecutor
 
     solution = tmp_path / "leaves_a_daemon.py"
     solution.write_text(DAEMON_AT_IMPORT)
@@ -153,7 +153,7 @@ def test_a_fork_chain_a_forked_build_leaves_behind_is_gone_when_its_build_ends(c
     import time
 
     from kbench.extensions.cache import solution_folder
-    from kbench.schedule.scheduler import LocalExecutor
+    from kbench.schedule.executor import LocalExecutor
 
     solution = tmp_path / "leaves_a_fork_chain.py"
     solution.write_text(CHAIN_AT_IMPORT)
@@ -187,7 +187,7 @@ def started_ahead(waiting: bool):
 
 def test_a_build_server_started_ahead_is_the_one_the_first_build_forks_from(cpu_config, tmp_path, monkeypatch):
     # kbench sweep starts it first thing, so that its import of torch overlaps the sweep's own.
-    from kbench.schedule.scheduler import LocalExecutor
+    from kbench.schedule.executor import LocalExecutor
 
     monkeypatch.setenv(READS_VARIABLE, "open")  # as above
 

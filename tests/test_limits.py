@@ -13,7 +13,8 @@ from kbench.judge.progress import (RUN_LIMIT_FLOOR_S, SLOWER_ALLOWED, answer_lim
 from kbench.results import Status
 from kbench.schedule.child import EvaluationOptions, Limits, evaluate
 from kbench.schedule.job import ProgressRecord
-from kbench.schedule.scheduler import LocalExecutor, run_pairs
+from kbench.schedule.executor import LocalExecutor
+from kbench.schedule.scheduler import run_pairs
 from kbench.schedule.sweep import select_pairs
 
 from conftest import PROBLEMS, REPO, SOLUTIONS

@@ -148,7 +148,7 @@ def test_only_allow_listed_flag_sets_are_primed(cflags, primed):
 def test_a_sweep_primes_the_flag_sets_its_candidates_write(tmp_path):
     """torch's defaults for each kind, then the primable extra_cflags that two or more solutions pass, the most used
     first."""
-    from kbench.schedule.scheduler import flag_sets_to_prime
+    from kbench.schedule.executor import flag_sets_to_prime
     from kbench.solution import Solution
     sources = {
         "a.py": 'load_inline(name="a", cpp_sources=s, extra_cflags=["-O3"])\n',

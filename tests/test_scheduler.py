@@ -274,7 +274,7 @@ def test_a_sweep_build_that_waits_for_a_compile_slot_is_not_timed_out(cpu_config
     from dataclasses import replace
 
     from kbench.results import Status
-    from kbench.schedule.scheduler import LocalExecutor
+    from kbench.schedule.executor import LocalExecutor
 
     timeout_s = 8.0
     executor = LocalExecutor()
@@ -303,7 +303,7 @@ def test_a_sweep_build_compiles_in_a_slot_through_the_wrapper(cpu_config, tmp_pa
 
     from kbench.results import Status
     from kbench.schedule.child import evaluate
-    from kbench.schedule.scheduler import LocalExecutor
+    from kbench.schedule.executor import LocalExecutor
 
     executor = LocalExecutor()
     executor.start_builds(jobs=1)
@@ -330,7 +330,7 @@ def test_a_build_runs_at_build_niceness_and_an_evaluation_at_kbenchs(cpu_config)
 
     from kbench.results import Status
     from kbench.schedule.child import evaluate
-    from kbench.schedule.scheduler import BUILD_NICE, LocalExecutor
+    from kbench.schedule.executor import BUILD_NICE, LocalExecutor
 
     config = replace(cpu_config, time=False, sweep=0)
     pair = (PROBLEMS / "axpy.py", SOLUTIONS / "axpy" / "reports_priority.py")
@@ -346,7 +346,7 @@ def test_a_build_runs_at_build_niceness_and_an_evaluation_at_kbenchs(cpu_config)
 def test_build_parallelism_fits_the_cores_allowed_and_the_memory_available():
     import os
 
-    from kbench.schedule.scheduler import COMPILER_MEMORY, LocalExecutor, compile_capacity
+    from kbench.schedule.executor import COMPILER_MEMORY, LocalExecutor, compile_capacity
 
     assert compile_capacity(64, 512 << 30) == 64
     assert compile_capacity(16, 4 * COMPILER_MEMORY + 1) == 4  # memory, not cores, is the limit

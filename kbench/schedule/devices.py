@@ -9,7 +9,7 @@ class DeviceError(ValueError):
 
 def executor_and_devices(name: str, ray_address: str | None, requested: str, gpus: str | None):
     """The executor of a sweep and the devices it evaluates on."""
-    from kbench.schedule.scheduler import LocalExecutor
+    from kbench.schedule.executor import LocalExecutor
 
     if name == "local":
         if ray_address:

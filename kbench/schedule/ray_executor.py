@@ -19,7 +19,7 @@ from kbench.config import RunConfig
 from kbench.failures import Evidence, Kind, Party, one_line
 from kbench.results import Identity, Result
 from kbench.schedule.child import EvaluationOptions, evaluate, file_hash, identify, recorded
-from kbench.schedule.scheduler import BUILD_NICE, Pair
+from kbench.schedule.executor import BUILD_NICE, Pair
 from kbench.verdicts import decide
 
 INSTALL_HINT = 'kbench sweep --executor ray needs Ray: pip install "kbench[ray]"'
