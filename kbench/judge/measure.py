@@ -141,25 +141,28 @@ def _fixed_cost_bounded(samples: dict, sides: dict, fixed_ms: float, context: Co
             for name, side_samples in samples.items()}
 
 
-# The reference's timed calls before the candidate is imported stop after this long (but never before
-# timing.MIN_SAMPLES_ALWAYS), or once their median is known to ALONE_TARGET_RSE: plenty beside
+# The reference's timed batches before the candidate is imported stop after this long (but never before
+# timing.MIN_SAMPLES_ALWAYS rounds), or once their medians are known to ALONE_TARGET_RSE: plenty beside
 # stats.SLOWDOWN_MIN_RATIO, a 2x shift clear of both samples' spread. Every evaluation waits for them.
 ALONE_BUDGET_S = 0.03
 ALONE_TARGET_RSE = 0.03
+# Input sets (and calls in the longer batch) of the time alone, where the memory holds them.
+ALONE_CALLS = 8
 
 
 def time_alone(timed_reference, make_inputs, context: Context) -> tuple[Timing, bool]:
-    """The reference's time in its runner before the candidate is imported, what no candidate can have slowed:
-    batches of one call, timed as the timing loop times them (its fixed cost per batch measured the same way, the
-    candidate's runner stopped while they run); and whether their outputs were held (read where the calls left
-    them), as the timing loop's are unless a side cannot hold them."""
+    """The reference's time in its runner before the candidate is imported, what no candidate can have slowed,
+    timed as the timing loop times it (its clock, L2 flushed, the candidate's runner stopped, each call on an input
+    set of its own); and whether the outputs were held (read where the calls left them), as the timing loop's are
+    unless a side cannot hold them."""
     config, device = context.config, context.device
     l2 = timing.CudaEventTimer(device) if device.type == "cuda" else None
     flush = _flush(l2, device)
     inputs = make_inputs(config.seed + 100)
     try:
         sizes = output_sizes(timed_reference.call(inputs))  # also its first call (a warm-up)
-        sets = [inputs, make_inputs(config.seed + 101)] if ring_room(inputs, sizes, device) > 1 else [inputs]
+        count = min(ALONE_CALLS, ring_room(inputs, sizes, device))
+        sets = [inputs] + [make_inputs(config.seed + 101 + index) for index in range(count - 1)]
         ring = timed_reference.load_ring(sets, sizes)
         samples, held = _holding_if_possible(lambda hold: _alone(timed_reference, ring, flush, hold, context),
                                              context)
@@ -171,21 +174,47 @@ def time_alone(timed_reference, make_inputs, context: Context) -> tuple[Timing, 
 
 
 def _alone(timed_reference, ring: list, flush, hold: bool, context: Context) -> timing.Samples:
-    """The reference's batches of one call on `ring`, with their outputs held or not (`hold`), less their fixed cost
-    (what a batch costs beyond its call, the judge's copy of its slot included)."""
+    """The reference's time per call on `ring`, its outputs held or not (`hold`). With two input sets or more, each
+    round's batches of one call and of len(ring) calls give a call's time as their difference over the calls it
+    adds, less the judge's copy of each further slot: whatever a batch costs once (requests, replies, the GPU's
+    switches between the runner's work and the judge's) cancels, as it does, spread over many calls, in the timing
+    loop's batches, and no calibration batch stands in for the model's own. With one set (inputs too large for
+    two), batches of one call less the fixed cost of a batch (fixed_cost)."""
+    if len(ring) < 2:
+        return _alone_single(timed_reference, ring, flush, hold, context)
+    many = len(ring)
+    sides = [runner_side(lambda count=count: timed_reference.run_batch(count, hold=hold), timing.do_nothing, context,
+                         timing.do_nothing, BatchTimer(flush, count), timed_reference, stopped=context.runner)
+             for count in (1, many)]
+    one, longer = timing.sample_interleaved(sides, timing.HostTimer(), _alone_rule(context))
+    if hold:
+        timed_reference.keep()  # the judge's copies are calibrated on held outputs of calls that cost nothing
+    slot_ms = copies_ms(timed_reference, many, context, hold)[1]
+    calls = [max((long_ms - one_ms) / (many - 1) - slot_ms, 0.0)
+             for one_ms, long_ms in zip(one.wall_ms, longer.wall_ms)]
+    print(f"kbench: the reference alone: {len(calls)} rounds of batches of 1 and {many} calls, median walls "  # the log
+          f"{statistics.median(one.wall_ms):.4g} and {statistics.median(longer.wall_ms):.4g} ms, the judge's copy "
+          f"of a slot {slot_ms:.4g} ms; a call {statistics.median(calls):.4g} ms, outputs "
+          f"{'held' if hold else 'copied'}", flush=True)
+    return timing.Samples(ms=calls, wall_ms=longer.wall_ms, others_cpu_ms=longer.others_cpu_ms)
+
+
+def _alone_single(timed_reference, ring: list, flush, hold: bool, context: Context) -> timing.Samples:
+    """Batches of one call on a ring of one input set, less the fixed cost of a batch."""
     fixed_ms = fixed_cost(timed_reference, ring, timing.do_nothing, flush, context, hold)
-    if len(ring) > 1:
-        fixed_ms += copies_ms(timed_reference, len(ring), context, hold)[1]
     side = runner_side(lambda: timed_reference.run_batch(1, hold=hold), timing.do_nothing, context,
                        timing.do_nothing, BatchTimer(flush, 1), timed_reference, stopped=context.runner)
-    config = context.config
-    rule = timing.StopRule(warmup=0, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
-                           budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
-    samples, = timing.sample_interleaved([side], timing.HostTimer(), rule)
+    samples, = timing.sample_interleaved([side], timing.HostTimer(), _alone_rule(context))
     print(f"kbench: the reference alone: {len(samples.wall_ms)} batches of one call, median wall "  # the log
           f"{statistics.median(samples.wall_ms):.4g} ms (fastest {min(samples.wall_ms):.4g}), fixed cost "
           f"{fixed_ms:.4g} ms, outputs {'held' if hold else 'copied'}", flush=True)
     return rebased(samples, min(fixed_ms, min(samples.wall_ms)))  # as the timing loop bounds its own
+
+
+def _alone_rule(context: Context) -> timing.StopRule:
+    config = context.config  # one untimed round first: the evaluation's first GPU work after an idle device
+    return timing.StopRule(warmup=1, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
+                           budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
 
 
 @contextlib.contextmanager
