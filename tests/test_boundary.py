@@ -82,6 +82,14 @@ def test_work_skipped_in_some_calls_of_a_batch_is_a_stale_output(config):
     assert result.status == Status.REJECTED and flags.STALE_OUTPUT in result.flags, (result.status, result.message)
 
 
+def test_a_runner_never_sees_its_timed_batch_s_inputs_before_the_judge_s_clock_starts(config):
+    """Each side's ring is refilled after the runner not timed is stopped, the GPU found free and the timed runner
+    woken (sides.runner_side): the inputs a batch computes on exist only once nothing but the judge's clock comes
+    before it, so no work on them (a kernel or a thread waiting for new contents) runs off the clock."""
+    result = evaluate(AXPY, BOUNDARY / "peek_before_clock.py", config)
+    assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
+
+
 def test_a_batch_calls_the_model_once_per_input_set_and_the_judge_keeps_its_own_copies(runner):
     model = stand_in(runner, PROBLEMS / "minmax.py")  # two outputs: each row's least and greatest value
     sets = [[torch.rand(4, 9)] for _ in range(3)]

@@ -164,15 +164,17 @@ def quiet_start(context: Context, other) -> None:
 
 def runner_side(call, refill: Callable[[], None], context: Context, inspect, timer, model=None, *,
                 stopped) -> timing.Side:
-    """A side timed in a runner (or in the judge): its ring refilled, the runner not timed (`stopped`: the
+    """A side timed in a runner (or in the judge): before the clock starts, the runner not timed (`stopped`: the
     reference's for the candidate, the candidate's for the others) stopped and, on a GPU, the GPU free of the work
-    queued before (quiet_start) before the clock starts, and that runner resumed after; `model`'s runner awake and
-    reading when the clock starts (it has just answered a batch of no calls, stopped until then or not)."""
+    queued before (quiet_start); `model`'s runner woken (it answers a batch of no calls, stopped until then or
+    not); then its ring refilled, last: no runner sees a batch's inputs before its clock starts, so none can begin
+    work on them off the clock (a kernel or a thread of its own waiting for new contents would run while the judge
+    waits for the GPU or the runner's answer). The stopped runner is resumed after."""
     def prepare():
-        refill()
         quiet_start(context, stopped)
         if model is not None:
             model.run_batch(0)
+        refill()
 
     def after(outputs):
         if stopped is not None:
