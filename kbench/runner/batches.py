@@ -41,11 +41,12 @@ class Ring:
     def batch(self, model, message: dict, device: torch.device) -> dict:
         """`count` calls, call i on the ring's input set i; then the device is synchronised and the reply sent. Each
         call's outputs are copied into slot i of the output arenas or, with `hold` (on a GPU), left where the call
-        put them, kept alive until the next batch and named in the reply, after the synchronisation, by their
-        allocations' IPC handles (held.py; None for one the driver will not export). The judge's clock runs from
-        its request until it holds its own copy of every output (kbench/judge/remote.py); this process times
-        nothing. The work per call beside the model's is kept small (the slots' views are made once per batch): on
-        a GPU it overlaps the calls' kernels. With `kept`, each call returns the kept outputs at no cost."""
+        put them, kept alive until the next batch and named in the reply by their allocations' IPC handles (held.py;
+        None for one the driver will not export), once every call is queued and before the synchronisation. The
+        judge's clock runs from its request until it holds its own copy of every output (kbench/judge/remote.py);
+        this process times nothing. The work per call beside the model's is kept small (the slots' views are made
+        once per batch): on a GPU it overlaps the calls' kernels. With `kept`, each call returns the kept outputs at
+        no cost."""
         self.held = []  # the last batch's outputs go: the allocator can hand this batch's calls the same memory
         if message.get("kept"):
             if not self.kept:
@@ -79,9 +80,9 @@ class Ring:
                     else:
                         for target, item in zip(targets, plain):
                             target[index].copy_(item.detach())
-            synchronize(device)
-            if hold:
+            if hold:  # while the calls' kernels run: the names cost the host a few microseconds a call
                 reply["held"] = self._named()
+            synchronize(device)
         except Exception as error:
             traceback.print_exc()
             return _failure(one_line(error))

@@ -58,10 +58,10 @@ def _address_range(pointer: int) -> tuple[int, int] | None:
 
 
 class Exports:
-    """The runner's side: each held output named by its allocation's handle, once its batch has synchronised (a
-    driver call between calls could stall their launches). An allocation's handle is asked of the driver once and
-    kept for later batches (a runner's allocator hands them the same memory); `begin` starts a batch's table of
-    handles, in the order first named."""
+    """The runner's side: each held output named by its allocation's handle, once its batch's calls are all queued (a
+    driver call between calls could stall their launches; after them it overlaps their kernels). An allocation's handle
+    is asked of the driver once and kept for later batches (a runner's allocator hands them the same memory); `begin`
+    starts a batch's table of handles, in the order first named."""
 
     def __init__(self):
         self.known: dict[tuple[int, int], bytes] = {}  # (allocation base, size) -> its handle
