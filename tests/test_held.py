@@ -60,3 +60,24 @@ def test_a_call_whose_output_is_not_held_is_refused(imports):
     calls = HeldOutputs((HANDLE,), ((HeldRef(0, 0, (1,), 0),), (None,)))
     with pytest.raises(held.HoldUnusable, match="does not share"):
         held.copy_held(imports, calls, 0, torch.float32, (4,), list(torch.zeros(2, 4).unbind(0)))
+
+
+def test_an_allocation_is_closed_once_batches_in_a_row_have_not_named_it(monkeypatch):
+    """Batches of different lengths in turn (the time alone's of one call and of eight) name different allocations:
+    one is closed only after UNUSED_BATCHES batches in a row named none of it, not reopened inside the judge's clock
+    at the next long batch; close() closes every one."""
+    closed = []
+    monkeypatch.setattr(held, "_close", lambda pointer, device: closed.append(pointer))
+    imports = held.Imports(torch.device("cpu"))
+    short, long = bytes(64), bytes(range(64))
+    imports.opened = {short: (1, None), long: (2, None)}
+    assert held.UNUSED_BATCHES >= 1  # a long batch's allocations outlive the short batch between two long ones
+    for _ in range(held.UNUSED_BATCHES):  # batches that name the short batch's allocation only
+        imports.used = {short}
+        imports.close_unused()
+    assert closed == [] and set(imports.opened) == {short, long}
+    imports.used = {short}
+    imports.close_unused()
+    assert closed == [2] and set(imports.opened) == {short}
+    imports.close()
+    assert closed == [2, 1] and imports.opened == {}

@@ -105,16 +105,28 @@ class Exports:
         return [base64.b64encode(handle).decode() for handle in self.handles]
 
 
+# Batches in a row that may leave an opened allocation unnamed before the judge closes it: batches of different
+# lengths in turn (the time alone's of one call and of eight) name different allocations, and one opened again
+# (cuIpcOpenMemHandle) would be opened inside the judge's clock.
+UNUSED_BATCHES = 4
+
+
+def batches_unused(idle: dict[bytes, int], opened, used: set[bytes]) -> dict[bytes, int]:
+    """Per opened handle, the batches in a row, this one included, that named none of it (0: this one did)."""
+    return {handle: 0 if handle in used else idle.get(handle, 0) + 1 for handle in opened}
+
+
 class Imports:
     """The judge's side: allocations of one runner opened by handle, each seen as a uint8 tensor of the size the
     driver gives it here. Kept open while batches name them (a runner's allocator hands its calls the same memory
-    batch after batch); close_unused lets go of the rest."""
+    batch after batch); close_unused lets go of those no batch named for a while."""
 
     def __init__(self, device: torch.device):
         self.device = device
         self.opened: dict[bytes, tuple[int, torch.Tensor]] = {}  # handle -> (address here, the allocation's bytes)
         self.places: dict[tuple, tuple[torch.Tensor, int, int]] = {}  # a place's view and byte span, once made
         self.used: set[bytes] = set()
+        self.idle: dict[bytes, int] = {}  # handle -> batches in a row that named none of it
 
     def place(self, handle: bytes, ref: HeldRef, dtype: torch.dtype, shape) -> tuple[torch.Tensor, int, int]:
         """Output `ref` of `dtype` and `shape` over its opened allocation, and the bytes it spans there (start, end);
@@ -163,18 +175,21 @@ class Imports:
         self.opened[handle] = (pointer.value, allocation)
         return allocation
 
-    def close_unused(self) -> None:
-        """Close the allocations no place since the last call named (once the judge's copies from them are done)."""
-        unused = {handle for handle in self.opened if handle not in self.used}
+    def close_unused(self, after: int = UNUSED_BATCHES) -> None:
+        """After a batch (once the judge's copies from it are done): close the allocations that more than `after`
+        batches in a row, this one included, named none of."""
+        self.idle = batches_unused(self.idle, self.opened, self.used)
+        unused = {handle for handle, batches in self.idle.items() if batches > after}
         self.places = {key: found for key, found in self.places.items() if key[0] not in unused}
         for handle in unused:
             pointer, _ = self.opened.pop(handle)
+            del self.idle[handle]
             _close(pointer, self.device)
         self.used = set()
 
     def close(self) -> None:
         self.used = set()
-        self.close_unused()
+        self.close_unused(after=0)  # none named now: every one
 
 
 def _close(pointer: int, device: torch.device) -> None:
