@@ -150,11 +150,13 @@ ALONE_TARGET_RSE = 0.03
 ALONE_CALLS = 8
 
 
-def time_alone(timed_reference, make_inputs, context: Context) -> tuple[Timing, bool]:
+def time_alone(timed_reference, make_inputs, context: Context, whole_batches: bool = False) -> tuple[Timing, bool]:
     """The reference's time in its runner before the candidate is imported, what no candidate can have slowed,
     timed as the timing loop times it (its clock, L2 flushed, the candidate's runner stopped, each call on an input
     set of its own); and whether the outputs were held (read where the calls left them), as the timing loop's are
-    unless a side cannot hold them."""
+    unless a side cannot hold them. `whole_batches`: each batch's whole cost counts (_batches_of_one), as it does in
+    the timing loop's batches, where another process's GPU work delays each batch once (the test of a suspected
+    slowdown, reference_side.check_slowed_reference)."""
     config, device = context.config, context.device
     l2 = timing.CudaEventTimer(device) if device.type == "cuda" else None
     flush = _flush(l2, device)
@@ -164,8 +166,8 @@ def time_alone(timed_reference, make_inputs, context: Context) -> tuple[Timing, 
         count = min(ALONE_CALLS, ring_room(inputs, sizes, device))
         sets = [inputs] + [make_inputs(config.seed + 101 + index) for index in range(count - 1)]
         ring = timed_reference.load_ring(sets, sizes)
-        samples, held = _holding_if_possible(lambda hold: _alone(timed_reference, ring, flush, hold, context),
-                                             context)
+        alone = _batches_of_one if whole_batches else _alone
+        samples, held = _holding_if_possible(lambda hold: alone(timed_reference, ring, flush, hold, context), context)
     except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:
@@ -176,12 +178,12 @@ def time_alone(timed_reference, make_inputs, context: Context) -> tuple[Timing, 
 def _alone(timed_reference, ring: list, flush, hold: bool, context: Context) -> timing.Samples:
     """The reference's time per call on `ring`, its outputs held or not (`hold`). With two input sets or more, each
     round's batches of one call and of len(ring) calls give a call's time as their difference over the calls it
-    adds, less the judge's copy of each further slot: whatever a batch costs once (requests, replies, the GPU's
-    switches between the runner's work and the judge's) cancels, as it does, spread over many calls, in the timing
-    loop's batches, and no calibration batch stands in for the model's own. With one set (inputs too large for
-    two), batches of one call less the fixed cost of a batch (fixed_cost)."""
+    adds, less the judge's copy of each further slot: whatever a batch costs once (the request, the reply, the first
+    call's own handling) cancels, as it does, spread over many calls, in the timing loop's batches, and no
+    calibration batch stands in for the model's own. With one set (inputs too large for two), batches of one call
+    less the fixed cost of a batch."""
     if len(ring) < 2:
-        return _alone_single(timed_reference, ring, flush, hold, context)
+        return _batches_of_one(timed_reference, ring, flush, hold, context)
     many = len(ring)
     sides = [runner_side(lambda count=count: timed_reference.run_batch(count, hold=hold), timing.do_nothing, context,
                          timing.do_nothing, BatchTimer(flush, count), timed_reference, stopped=context.runner)
@@ -199,9 +201,12 @@ def _alone(timed_reference, ring: list, flush, hold: bool, context: Context) -> 
     return timing.Samples(ms=calls, wall_ms=longer.wall_ms, others_cpu_ms=longer.others_cpu_ms)
 
 
-def _alone_single(timed_reference, ring: list, flush, hold: bool, context: Context) -> timing.Samples:
-    """Batches of one call on a ring of one input set, less the fixed cost of a batch."""
+def _batches_of_one(timed_reference, ring: list, flush, hold: bool, context: Context) -> timing.Samples:
+    """Batches of one call, less the fixed cost of a batch (fixed_cost: the intercept of batches of calls that cost
+    nothing), which holds whatever delays a batch once."""
     fixed_ms = fixed_cost(timed_reference, ring, timing.do_nothing, flush, context, hold)
+    if len(ring) > 1:  # the judge's copy of the call's slot: the intercept leaves it out
+        fixed_ms += copies_ms(timed_reference, len(ring), context, hold)[1]
     side = runner_side(lambda: timed_reference.run_batch(1, hold=hold), timing.do_nothing, context,
                        timing.do_nothing, BatchTimer(flush, 1), timed_reference, stopped=context.runner)
     samples, = timing.sample_interleaved([side], timing.HostTimer(), _alone_rule(context))
@@ -212,7 +217,7 @@ def _alone_single(timed_reference, ring: list, flush, hold: bool, context: Conte
 
 
 def _alone_rule(context: Context) -> timing.StopRule:
-    config = context.config  # one untimed round first: the evaluation's first GPU work after an idle device
+    config = context.config  # one untimed round first: the ring's first batches
     return timing.StopRule(warmup=1, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
                            budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
 

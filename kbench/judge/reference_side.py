@@ -152,7 +152,7 @@ def check_slowed_reference(reference: Reference, timed: TimingRecord, context: C
     if message is None:
         return
     context.runner.kill()
-    again, _ = time_alone(reference.timed, reference.make_inputs, context)
+    again, _ = time_alone(reference.timed, reference.make_inputs, context, whole_batches=True)
     if stats.slowdown(reference.alone.samples_ms, again.samples_ms) is not None:
         raise Stop(Evidence(Party.MACHINE, Kind.RAISED, (
             f"{message}, and {again.median_ms:.3g} ms again with the candidate's runner killed: the machine got "
