@@ -76,6 +76,14 @@ def test_a_runner_s_own_clock_and_work_outside_its_calls_gain_nothing(config, so
     assert result.speedup < below, (result.speedup, result.message)
 
 
+def test_patching_kbench_s_own_timing_in_the_candidate_s_process_gains_nothing(config):
+    """patch_kbench.py wraps kbench.judge.timing.measure_side at import to read its batches at a tenth: that is the
+    runner's copy of kbench, which times nothing; the judge's own loop reads the axpy it computes at its true time."""
+    result = evaluate(AXPY, CHEATS / "patch_kbench.py", config)
+    assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
+    assert result.speedup < 2.0, (result.speedup, result.message)
+
+
 def test_work_skipped_in_some_calls_of_a_batch_is_a_stale_output(config):
     """Every call of a timed batch runs on inputs of its own, and the judge checks each call's output."""
     result = evaluate(AXPY, BOUNDARY / "stale_in_batch.py", config)
@@ -119,41 +127,47 @@ def test_a_batch_into_the_judge_s_second_buffer_leaves_the_first_batch_s_copies_
     assert all(model.copies.buffers[1, index] is buffer for index, buffer in enumerate(reserved))
 
 
+ALONE_LINE = re.compile(r"kbench: the reference alone: (\d+) rounds of batches of 1 and (\d+) calls, median walls "
+                        r"([\d.e-]+) and ([\d.e-]+) ms, the judge's copy of a slot [\d.e-]+ ms; a call ([\d.e-]+) ms, "
+                        r"outputs copied")
+
+
 def test_the_reference_alone_reads_a_call_s_time_not_what_its_batch_costs_once_and_the_log_says_how(runner, capfd):
     """measure.time_alone, as on a GPU before the candidate is imported (there only; it runs the same here): each
-    round a batch of one call and one of eight in the reference's runner, the candidate's runner stopped while they
-    run; a call's time is their difference over the seven calls it adds. wake_cost.py's first call of a batch costs
-    8 ms more than its 2 ms (as a GPU's first work after the judge's does): that cost cancels, as it does spread over
-    the timing loop's batches, and no calibration batch of calls that cost nothing stands in for it. The
-    evaluation's log names the batches' walls and the call's time."""
+    round a batch of one call and a longer one in the reference's runner, the candidate's runner stopped while they
+    run; a call's time is their difference over the calls it adds. wake_cost.py's first call of a batch costs 20 ms
+    more than its 5 ms (as a GPU's first work after the judge's does): that cost cancels, as it does spread over
+    the timing loop's batches, and no calibration batch of calls that cost nothing stands in for it. The longer
+    batch holds two such calls (a batch of one took 25 ms) and more of a short call (axpy's); the evaluation's log
+    names the batches' walls and the call's time. The test of a suspected slowdown times batches of one call whole
+    (less the judge's fixed cost), as another process's work delays each batch once."""
     from types import SimpleNamespace
     from statistics import median
 
     from kbench.judge.measure import ALONE_CALLS, time_alone
     from kbench.loading import input_maker, load_problem, reference_init_inputs
 
-    wake_cost = PROBLEMS / "wake_cost.py"
-    reference = RunnerProcess("cpu", protected=True)
-    try:
-        problem, device = load_problem(str(wake_cost)), torch.device("cpu")
-        model = begin_stand_in(reference, str(reference.lend(wake_cost, "problem")), "strict-fp32",
-                               reference_init_inputs(problem, 0, device), 0, {})()
-        context = SimpleNamespace(config=RunConfig(device="cpu"), device=device, runner=runner,
-                                  reference_runner=reference, quiet_gpu=None, findings=None)
-        alone, held_outputs = time_alone(model, input_maker(problem, device), context)
-        whole, _ = time_alone(model, input_maker(problem, device), context, whole_batches=True)
-    finally:
-        reference.stop()
-    assert median(whole.samples_ms) > 9.0  # the test of a suspected slowdown counts what delays a batch once
-    logged = re.search(r"kbench: the reference alone: (\d+) rounds of batches of 1 and (\d+) calls, median walls "
-                       r"([\d.e-]+) and ([\d.e-]+) ms, the judge's copy of a slot [\d.e-]+ ms; a call ([\d.e-]+) ms, "
-                       r"outputs copied", capfd.readouterr().out)
-    assert logged and not held_outputs
-    rounds, calls, one_ms, many_ms = int(logged[1]), int(logged[2]), float(logged[3]), float(logged[4])
-    assert len(alone.samples_ms) == rounds >= 3 and calls == ALONE_CALLS
-    assert one_ms > 9.0  # the wake-up cost is in a batch of one
-    assert median(alone.samples_ms) == pytest.approx(float(logged[5]), rel=1e-3)
-    assert 1.6 <= median(alone.samples_ms) <= 3.0, alone.samples_ms
+    timed = {}
+    for path in (PROBLEMS / "wake_cost.py", AXPY):  # a reference's runner serves one problem
+        reference = RunnerProcess("cpu", protected=True)
+        try:
+            problem, device = load_problem(str(path)), torch.device("cpu")
+            model = begin_stand_in(reference, str(reference.lend(path, "problem")), "strict-fp32",
+                                   reference_init_inputs(problem, 0, device), 0, {})()
+            context = SimpleNamespace(config=RunConfig(device="cpu"), device=device, runner=runner,
+                                      reference_runner=reference, quiet_gpu=None, findings=None)
+            timed[path.stem] = time_alone(model, input_maker(problem, device), context)
+            if path != AXPY:
+                whole, _ = time_alone(model, input_maker(problem, device), context, whole_batches=True)
+        finally:
+            reference.stop()
+    assert median(whole.samples_ms) > 20.0  # what delays a batch once is in a batch of one, timed whole
+    (woken, short), (alone, held_outputs) = ALONE_LINE.findall(capfd.readouterr().out), timed["wake_cost"]
+    rounds, calls, one_ms = int(woken[0]), int(woken[1]), float(woken[2])
+    assert not held_outputs and len(alone.samples_ms) == rounds >= 3 and calls == 2 < int(short[1]) <= ALONE_CALLS
+    assert one_ms > 20.0  # the wake-up cost is in a batch of one
+    assert median(alone.samples_ms) == pytest.approx(float(woken[4]), rel=1e-3)
+    assert 3.0 <= median(alone.samples_ms) <= 10.0, alone.samples_ms  # 5 ms a call, 25 with the wake-up
 
 
 @pytest.fixture()

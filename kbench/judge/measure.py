@@ -146,8 +146,11 @@ def _fixed_cost_bounded(samples: dict, sides: dict, fixed_ms: float, context: Co
 # stats.SLOWDOWN_MIN_RATIO, a 2x shift clear of both samples' spread. Every evaluation waits for them.
 ALONE_BUDGET_S = 0.03
 ALONE_TARGET_RSE = 0.03
-# Input sets (and calls in the longer batch) of the time alone, where the memory holds them.
+# Input sets of the time alone, where the memory holds them, and the calls of its longer batch: at most that many,
+# at least two, and as many as a batch of one call goes into ALONE_BATCH_MS (a long call needs no more to be told
+# from what a batch costs once, and eight of it would make every evaluation wait).
 ALONE_CALLS = 8
+ALONE_BATCH_MS = 10.0
 
 
 def time_alone(timed_reference, make_inputs, context: Context, whole_batches: bool = False) -> tuple[Timing, bool]:
@@ -163,11 +166,24 @@ def time_alone(timed_reference, make_inputs, context: Context, whole_batches: bo
     inputs = make_inputs(config.seed + 100)
     try:
         sizes = output_sizes(timed_reference.call(inputs))  # also its first call (a warm-up)
-        count = min(ALONE_CALLS, ring_room(inputs, sizes, device))
-        sets = [inputs] + [make_inputs(config.seed + 101 + index) for index in range(count - 1)]
-        ring = timed_reference.load_ring(sets, sizes)
-        alone = _batches_of_one if whole_batches else _alone
-        samples, held = _holding_if_possible(lambda hold: alone(timed_reference, ring, flush, hold, context), context)
+        room = min(ALONE_CALLS, ring_room(inputs, sizes, device))
+        sets, rings = [inputs], {}
+
+        def ring_of(count: int) -> list:
+            """The ring, of `count` input sets (as many as the room holds), loaded once for each size."""
+            while len(sets) < min(count, room):
+                sets.append(make_inputs(config.seed + 100 + len(sets)))
+            if len(sets) not in rings:
+                rings[len(sets)] = timed_reference.load_ring(sets, sizes)
+            return rings[len(sets)]
+
+        if whole_batches:
+            def attempt(hold: bool) -> timing.Samples:
+                return _batches_of_one(timed_reference, ring_of(2), flush, hold, context)
+        else:
+            def attempt(hold: bool) -> timing.Samples:
+                return _alone(timed_reference, ring_of, flush, hold, context)
+        samples, held = _holding_if_possible(attempt, context)
     except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:
@@ -175,20 +191,23 @@ def time_alone(timed_reference, make_inputs, context: Context, whole_batches: bo
     return Timing(tuple(samples.ms), BatchTimer.name, tuple(samples.others_cpu_ms)), held
 
 
-def _alone(timed_reference, ring: list, flush, hold: bool, context: Context) -> timing.Samples:
-    """The reference's time per call on `ring`, its outputs held or not (`hold`). With two input sets or more, each
-    round's batches of one call and of len(ring) calls give a call's time as their difference over the calls it
-    adds, less the judge's copy of each further slot: whatever a batch costs once (the request, the reply, the first
-    call's own handling) cancels, as it does, spread over many calls, in the timing loop's batches, and no
-    calibration batch stands in for the model's own. With one set (inputs too large for two), batches of one call
-    less the fixed cost of a batch."""
+def _alone(timed_reference, ring_of: Callable[[int], list], flush, hold: bool, context: Context) -> timing.Samples:
+    """The reference's time per call on a ring of input sets (`ring_of(count)`), its outputs held or not (`hold`).
+    With two input sets or more, each round's batches of one call and of more (ALONE_BATCH_MS) give a call's time as
+    their difference over the calls it adds, less the judge's copy of each further slot: whatever a batch costs once
+    (the request, the reply, the first call's own handling) cancels, as it does, spread over many calls, in the
+    timing loop's batches, and no calibration batch stands in for the model's own. With one set (inputs too large
+    for two), batches of one call less the fixed cost of a batch."""
+    ring = ring_of(2)
     if len(ring) < 2:
         return _batches_of_one(timed_reference, ring, flush, hold, context)
-    many = len(ring)
-    sides = [runner_side(lambda count=count: timed_reference.run_batch(count, hold=hold), timing.do_nothing, context,
-                         timing.do_nothing, BatchTimer(flush, count), timed_reference, stopped=context.runner)
-             for count in (1, many)]
-    one, longer = timing.sample_interleaved(sides, timing.HostTimer(), _alone_rule(context))
+
+    def batches_of(count: int) -> timing.Side:
+        return runner_side(lambda: timed_reference.run_batch(count, hold=hold), timing.do_nothing, context,
+                           timing.do_nothing, BatchTimer(flush, count), timed_reference, stopped=context.runner)
+    _, first_ms, _ = timing.measure_side(batches_of(1), timing.HostTimer())  # untimed: it sizes the longer batch
+    many = len(ring_of(max(2, int(ALONE_BATCH_MS / max(first_ms, 1e-3)))))
+    one, longer = timing.sample_interleaved([batches_of(1), batches_of(many)], timing.HostTimer(), _alone_rule(context))
     if hold:
         timed_reference.keep()  # the judge's copies are calibrated on held outputs of calls that cost nothing
     slot_ms = copies_ms(timed_reference, many, context, hold)[1]
@@ -217,7 +236,7 @@ def _batches_of_one(timed_reference, ring: list, flush, hold: bool, context: Con
 
 
 def _alone_rule(context: Context) -> timing.StopRule:
-    config = context.config  # one untimed round first: the ring's first batches
+    config = context.config  # one untimed round first: the ring's first batches (the runner names, the judge opens)
     return timing.StopRule(warmup=1, min_samples=3, max_samples=config.max_samples, target_rse=ALONE_TARGET_RSE,
                            budget_s=min(ALONE_BUDGET_S, config.time_budget_s))
 

@@ -259,7 +259,7 @@ def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
         for index, side in enumerate(sides):
             for turn in range(turns):
                 before_turn(turn)
-                measured = _measure(side, timer)
+                measured = measure_side(side, timer)
                 if samples is not None:
                     samples[index].ms.append(measured[0])
                     samples[index].wall_ms.append(measured[1])
@@ -280,8 +280,8 @@ def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
     return samples
 
 
-def _measure(side: Side, timer: Timer) -> tuple[float, float, float]:
-    """(timed ms, wall ms, CPU ms the process's threads other than this one used during the timed call)."""
+def measure_side(side: Side, timer: Timer) -> tuple[float, float, float]:
+    """One call of `side`, prepared and inspected as the rounds make it: (timed ms, wall ms, CPU ms the process's threads other than this one used during the timed call)."""
     side.prepare()
     others_before = others_cpu_s()
     timed_ms, wall_ms, output = (side.timer or timer).measure(side.call)
