@@ -92,8 +92,8 @@ def test_work_skipped_in_some_calls_of_a_batch_is_a_stale_output(config):
 
 def test_a_runner_never_sees_its_timed_batch_s_inputs_before_the_judge_s_clock_starts(config):
     """Each side's ring is refilled after the runner not timed is stopped, the GPU found free and the timed runner
-    woken (sides.runner_side): the inputs a batch computes on exist only once nothing but the judge's clock comes
-    before it, so no work on them (a kernel or a thread waiting for new contents) runs off the clock."""
+    woken (sides.runner_side): the inputs a batch computes on are not there while the runner answers the request
+    that wakes it, so a thread of its own cannot start on them then, off the clock."""
     result = evaluate(AXPY, BOUNDARY / "peek_before_clock.py", config)
     assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
 

@@ -167,9 +167,9 @@ def runner_side(call, refill: Callable[[], None], context: Context, inspect, tim
     """A side timed in a runner (or in the judge): before the clock starts, the runner not timed (`stopped`: the
     reference's for the candidate, the candidate's for the others) stopped and, on a GPU, the GPU free of the work
     queued before (quiet_start); `model`'s runner woken (it answers a batch of no calls, stopped until then or
-    not); then its ring refilled, last: no runner sees a batch's inputs before its clock starts, so none can begin
-    work on them off the clock (a kernel or a thread of its own waiting for new contents would run while the judge
-    waits for the GPU or the runner's answer). The stopped runner is resumed after."""
+    not); then its ring refilled, last: a kernel or a thread of the runner's own waiting for new contents would
+    otherwise work on them while the judge waits for the GPU or the runner's answer, off the clock (docs/timing.md
+    says what is left of that window on a GPU). The stopped runner is resumed after."""
     def prepare():
         quiet_start(context, stopped)
         if model is not None:
