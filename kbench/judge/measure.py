@@ -170,7 +170,8 @@ def time_alone(timed_reference, make_inputs, context: Context, whole_batches: bo
         sets, rings = [inputs], {}
 
         def ring_of(count: int) -> list:
-            """The ring, of `count` input sets (as many as the room holds), loaded once for each size."""
+            """The ring, grown to `count` input sets where the room holds them (it never shrinks), loaded once for
+            each size."""
             while len(sets) < min(count, room):
                 sets.append(make_inputs(config.seed + 100 + len(sets)))
             if len(sets) not in rings:
