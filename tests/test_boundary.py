@@ -77,11 +77,13 @@ def test_a_runner_s_own_clock_and_work_outside_its_calls_gain_nothing(config, so
 
 
 def test_patching_kbench_s_own_timing_in_the_candidate_s_process_gains_nothing(config):
-    """patch_kbench.py wraps kbench.judge.timing.measure_side at import to read its batches at a tenth: that is the
-    runner's copy of kbench, which times nothing; the judge's own loop reads the axpy it computes at its true time."""
+    """patch_kbench.py wraps kbench.judge.timing.measure_side at import to read every other batch at a tenth (about
+    10x, were it the judge's): that is the runner's copy of kbench, which times nothing; the judge's own loop reads
+    the axpy it computes at its true time (the reference's own, so about 1x; a busy CI machine spread axpy's tiny
+    calls to 2.6x once, flagged noisy_timing)."""
     result = evaluate(AXPY, CHEATS / "patch_kbench.py", config)
     assert result.status == Status.CORRECT and not rejecting(result), (result.status, result.message)
-    assert result.speedup < 2.0, (result.speedup, result.message)
+    assert result.speedup < 5.0, (result.speedup, result.message)
 
 
 def test_work_skipped_in_some_calls_of_a_batch_is_a_stale_output(config):
