@@ -98,12 +98,14 @@ def test_a_change_that_hides_sweep_failures_fails_the_sweep(config):
 def test_a_memo_keyed_by_sampled_contents_gains_nothing(config):
     """Every timed call gets contents the candidate has never seen, so the memo never hits: the memo is
     timed doing the honest loop's work (with fixed input sets rotating, it hit on every timed call and
-    timed as a copy)."""
+    timed as a copy). Each is compared with the reference timed beside it in the same rounds: two evaluations'
+    own times moved apart by 2x under a busy CI machine (the honest loop's calls spread from 0.78 to 1.41 ms). On
+    the 2-core machine the memo's speedup read 0.89-1.09 of the honest loop's, and 1.6-3.1 of it with --no-guards
+    (contents that repeat, so the memo hits)."""
     memo = evaluate(CONVT, CHEATS / "memo_contents_cpp.py", config)
     honest = evaluate(CONVT, CHEATS / "honest_cpp.py", config)
     assert memo.status == honest.status == Status.CORRECT, (memo.message, honest.message)
-    assert memo.candidate_timing.median_ms > 0.5 * honest.candidate_timing.median_ms, \
-        (memo.candidate_timing.median_ms, honest.candidate_timing.median_ms)
+    assert memo.speedup < 1.4 * honest.speedup, (memo.speedup, honest.speedup)
 
 
 def test_reference_outputs_out_of_reach_leave_the_gc_cheat_no_gain(config):
