@@ -19,9 +19,9 @@ from kbench.judge.progress import Context
 from kbench.judge.runner_lost import RunnerDied
 from kbench.runner.held import HoldUnusable
 from kbench.results import ClockRecord, Timing
-from kbench.judge.sides import (BatchTimer, build_sides, compiled_reference, default_is_reference, rebased,
-                                runner_side)
-from kbench.judge.timed_sides import copies_ms, fixed_cost, output_sizes, plan_batches, ring_room
+from kbench.judge.sides import BatchTimer, build_sides, compiled_reference, default_is_reference, rebased
+from kbench.judge.timed_sides import (copies_ms, fixed_cost, output_sizes, plan_batches, reference_batches,
+                                      ring_room)
 from kbench.judge.trials import TrialsResult
 from kbench.processes import on_one_cpu
 
@@ -202,13 +202,11 @@ def _alone(timed_reference, ring_of: Callable[[int], list], flush, hold: bool, c
     ring = ring_of(2)
     if len(ring) < 2:
         return _batches_of_one(timed_reference, ring, flush, hold, context)
-
-    def batches_of(count: int) -> timing.Side:
-        return runner_side(lambda: timed_reference.run_batch(count, hold=hold), timing.do_nothing, context,
-                           timing.do_nothing, BatchTimer(flush, count), timed_reference, stopped=context.runner)
-    _, first_ms, _ = timing.measure_side(batches_of(1), timing.HostTimer())  # untimed: it sizes the longer batch
+    single = reference_batches(timed_reference, 1, flush, context, hold)
+    _, first_ms, _ = timing.measure_side(single, timing.HostTimer())  # untimed: it sizes the longer batch
     many = len(ring_of(max(2, int(ALONE_BATCH_MS / max(first_ms, 1e-3)))))
-    one, longer = timing.sample_interleaved([batches_of(1), batches_of(many)], timing.HostTimer(), _alone_rule(context))
+    longer_side = reference_batches(timed_reference, many, flush, context, hold)
+    one, longer = timing.sample_interleaved([single, longer_side], timing.HostTimer(), _alone_rule(context))
     if hold:
         timed_reference.keep()  # the judge's copies are calibrated on held outputs of calls that cost nothing
     slot_ms = copies_ms(timed_reference, many, context, hold)[1]
@@ -227,9 +225,8 @@ def _batches_of_one(timed_reference, ring: list, flush, hold: bool, context: Con
     fixed_ms = fixed_cost(timed_reference, ring, timing.do_nothing, flush, context, hold)
     if len(ring) > 1:  # the judge's copy of the call's slot: the intercept leaves it out
         fixed_ms += copies_ms(timed_reference, len(ring), context, hold)[1]
-    side = runner_side(lambda: timed_reference.run_batch(1, hold=hold), timing.do_nothing, context,
-                       timing.do_nothing, BatchTimer(flush, 1), timed_reference, stopped=context.runner)
-    samples, = timing.sample_interleaved([side], timing.HostTimer(), _alone_rule(context))
+    samples, = timing.sample_interleaved([reference_batches(timed_reference, 1, flush, context, hold)],
+                                         timing.HostTimer(), _alone_rule(context))
     print(f"kbench: the reference alone: {len(samples.wall_ms)} batches of one call, median wall "  # the log
           f"{statistics.median(samples.wall_ms):.4g} ms (fastest {min(samples.wall_ms):.4g}), fixed cost "
           f"{fixed_ms:.4g} ms, outputs {'held' if hold else 'copied'}", flush=True)

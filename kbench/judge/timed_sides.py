@@ -163,8 +163,7 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
         return sum(_one_set_cost(timed_reference, context, hold))
     timed_reference.keep()
     sizes = (1, len(ring))
-    sides = [runner_side(lambda count=count: timed_reference.run_batch(count, kept=True, hold=hold), refill, context,
-                         timing.do_nothing, BatchTimer(flush, count), timed_reference, stopped=context.runner)
+    sides = [reference_batches(timed_reference, count, flush, context, hold, kept=True, refill=refill)
              for count in sizes]
     rule = timing.StopRule(warmup=1, min_samples=FIXED_COST_ROUNDS, max_samples=FIXED_COST_ROUNDS,
                            target_rse=math.inf, budget_s=math.inf)
@@ -172,6 +171,15 @@ def fixed_cost(timed_reference, ring: list, refill: Callable[[], None], flush, c
     # No more than a batch of one took: on a busy machine the two can come out in the wrong order, and a fixed cost
     # above a batch's wall would leave a call no time at all.
     return min(max(one - (many - one) / (sizes[1] - 1), 0.0), one)
+
+
+def reference_batches(timed_reference, count: int, flush, context: Context, hold: bool, kept: bool = False,
+                      refill: Callable[[], None] = timing.do_nothing) -> timing.Side:
+    """Batches of `count` calls in the reference's runner, timed as the timing loop times them (the candidate's
+    runner stopped, the GPU quiet, L2 flushed), whose outputs no one checks: the judge's calibrations and the
+    reference's time alone. `kept`: calls that return the kept outputs, at no cost."""
+    return runner_side(lambda: timed_reference.run_batch(count, kept=kept, hold=hold), refill, context,
+                       timing.do_nothing, BatchTimer(flush, count), timed_reference, stopped=context.runner)
 
 
 def _one_set_cost(timed_reference, context: Context, hold: bool) -> tuple[float, float]:

@@ -281,7 +281,8 @@ def sample_interleaved(sides: list[Side], timer: Timer, rule: StopRule,
 
 
 def measure_side(side: Side, timer: Timer) -> tuple[float, float, float]:
-    """One call of `side`, prepared and inspected as the rounds make it: (timed ms, wall ms, CPU ms the process's threads other than this one used during the timed call)."""
+    """One call of `side`, prepared and inspected as the rounds make it: (timed ms, wall ms, CPU ms the process's
+    threads other than this one used during the timed call)."""
     side.prepare()
     others_before = others_cpu_s()
     timed_ms, wall_ms, output = (side.timer or timer).measure(side.call)
