@@ -140,8 +140,9 @@ def test_the_reference_alone_reads_a_call_s_time_not_what_its_batch_costs_once_a
     run; a call's time is their difference over the calls it adds. wake_cost.py's first call of a batch costs 20 ms
     more than its 5 ms (as a GPU's first work after the judge's does): that cost cancels, as it does spread over
     the timing loop's batches, and no calibration batch of calls that cost nothing stands in for it. The longer
-    batch holds two such calls (a batch of one took 25 ms) and more of a short call (axpy's); the evaluation's log
-    names the batches' walls and the call's time. The test of a suspected slowdown times batches of one call whole
+    batch holds two such calls (a batch of one took 25 ms) and more of a short call (axpy's), and as many of a short
+    call whose first batch on the ring is cold (cold_first_batch.py: the fastest batch of one sizes it); the
+    evaluation's log names the batches' walls and the call's time. The test of a suspected slowdown times batches of one call whole
     (less the judge's fixed cost), as another process's work delays each batch once."""
     from types import SimpleNamespace
     from statistics import median
@@ -150,7 +151,7 @@ def test_the_reference_alone_reads_a_call_s_time_not_what_its_batch_costs_once_a
     from kbench.loading import input_maker, load_problem, reference_init_inputs
 
     timed = {}
-    for path in (PROBLEMS / "wake_cost.py", AXPY):  # a reference's runner serves one problem
+    for path in (PROBLEMS / "wake_cost.py", AXPY, PROBLEMS / "cold_first_batch.py"):  # a runner serves one problem
         reference = RunnerProcess("cpu", protected=True)
         try:
             problem, device = load_problem(str(path)), torch.device("cpu")
@@ -159,14 +160,15 @@ def test_the_reference_alone_reads_a_call_s_time_not_what_its_batch_costs_once_a
             context = SimpleNamespace(config=RunConfig(device="cpu"), device=device, runner=runner,
                                       reference_runner=reference, quiet_gpu=None, findings=None)
             timed[path.stem] = time_alone(model, input_maker(problem, device), context)
-            if path != AXPY:
+            if path.stem == "wake_cost":
                 whole, _ = time_alone(model, input_maker(problem, device), context, whole_batches=True)
         finally:
             reference.stop()
     assert median(whole.samples_ms) > 20.0  # what delays a batch once is in a batch of one, timed whole
-    (woken, short), (alone, held_outputs) = ALONE_LINE.findall(capfd.readouterr().out), timed["wake_cost"]
+    (woken, short, cold), (alone, held_outputs) = ALONE_LINE.findall(capfd.readouterr().out), timed["wake_cost"]
     rounds, calls, one_ms = int(woken[0]), int(woken[1]), float(woken[2])
     assert not held_outputs and len(alone.samples_ms) == rounds >= 3 and calls == 2 < int(short[1]) <= ALONE_CALLS
+    assert int(cold[1]) == ALONE_CALLS
     assert one_ms > 20.0  # the wake-up cost is in a batch of one
     assert median(alone.samples_ms) == pytest.approx(float(woken[4]), rel=1e-3)
     assert 3.0 <= median(alone.samples_ms) <= 10.0, alone.samples_ms  # 5 ms a call, 25 with the wake-up
