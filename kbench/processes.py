@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -191,22 +193,55 @@ def current_cpu() -> int | None:
 
 @contextlib.contextmanager
 def on_one_cpu(pids: list[int]):
-    """This process and `pids` on the CPU this process is on, for the length of the block, then back to the CPUs
-    each had (where it still runs). Processes that take turns, never running at once, lose nothing by it, and meet
-    the same neighbours: load that slows one CPU and not another then slows all of them alike. Yields the CPU, or
-    None where affinities cannot be set (not Linux, or a process refused)."""
-    cpu, before = _pin([os.getpid(), *pids])
-    try:
-        yield cpu
-    finally:
-        _restore(before)
+    """This process and `pids` on one CPU for the length of the block, then back to the CPUs each had (where it
+    still runs): the CPU this process is on, or the next one no other judge holds (claimed_cpu). Processes that take
+    turns, never running at once, lose nothing by it, and meet the same neighbours: load that slows one CPU and not
+    another then slows all of them alike. Yields the CPU, or None where affinities cannot be set (not Linux, or a
+    process refused)."""
+    with claimed_cpu() as cpu:
+        cpu, before = _pin([os.getpid(), *pids], cpu)
+        try:
+            yield cpu
+        finally:
+            _restore(before)
 
 
-def _pin(pids: list[int]) -> tuple[int | None, dict[int, set[int]]]:
-    """(the CPU, each thread's CPUs before), or (None, {}) where they could not all be pinned. Every thread of each
-    process: an affinity is a thread's, and a thread started before the pinning (a candidate's, at import) would
-    keep every CPU; threads started later inherit their starter's."""
-    cpu = current_cpu() if hasattr(os, "sched_setaffinity") else None
+# Where judges on one machine claim the CPUs they time on (a lock file per CPU, held while they time).
+CPU_CLAIMS = Path(tempfile.gettempdir()) / f"kbench-cpus-{os.getuid()}"
+
+
+@contextlib.contextmanager
+def claimed_cpu(claims: Path = CPU_CLAIMS):
+    """A CPU this process may run on that no other judge on the machine holds, claimed for the block: the one it
+    is on if free, else the next free one (judges timing on several GPUs at once would otherwise often pin
+    themselves to one CPU and share it). The CPU it is on where all are held, or where claims cannot be made; None
+    where it cannot say which CPU it is on."""
+    here = current_cpu() if hasattr(os, "sched_setaffinity") else None
+    if here is None:
+        yield None
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    start = allowed.index(here) if here in allowed else 0
+    with contextlib.ExitStack() as held:
+        for cpu in allowed[start:] + allowed[:start]:
+            try:
+                claims.mkdir(mode=0o700, exist_ok=True)
+                claim = held.enter_context(open(os.open(claims / f"cpu{cpu}", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW,
+                                                        0o600), "rb"))
+                fcntl.flock(claim, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # another judge's
+            except OSError:
+                break
+            yield cpu
+            return
+    yield here
+
+
+def _pin(pids: list[int], cpu: int | None) -> tuple[int | None, dict[int, set[int]]]:
+    """(`cpu`, each thread's CPUs before), or (None, {}) where they could not all be pinned to it. Every thread of
+    each process: an affinity is a thread's, and a thread started before the pinning (a candidate's, at import)
+    would keep every CPU; threads started later inherit their starter's."""
     before: dict[int, set[int]] = {}
     if cpu is None:
         return None, before

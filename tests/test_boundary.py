@@ -168,7 +168,7 @@ def test_the_reference_alone_reads_a_call_s_time_not_what_its_batch_costs_once_a
     (woken, short, cold), (alone, held_outputs) = ALONE_LINE.findall(capfd.readouterr().out), timed["wake_cost"]
     rounds, calls, one_ms = int(woken[0]), int(woken[1]), float(woken[2])
     assert not held_outputs and len(alone.samples_ms) == rounds >= 3 and calls == 2 < int(short[1]) <= ALONE_CALLS
-    assert int(cold[1]) == ALONE_CALLS
+    assert int(cold[1]) > 2  # sized by its cold first batch (40 ms), it would hold two
     assert one_ms > 20.0  # the wake-up cost is in a batch of one
     assert median(alone.samples_ms) == pytest.approx(float(woken[4]), rel=1e-3)
     assert 3.0 <= median(alone.samples_ms) <= 10.0, alone.samples_ms  # 5 ms a call, 25 with the wake-up

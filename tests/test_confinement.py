@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -175,6 +178,34 @@ def test_neither_runner_may_change_the_cpus_it_runs_on():
     assert _affinity_change_after(lambda: None) == "ok"
     assert _affinity_change_after(lambda: limits.confine(landlock.Access(writable=()))) == "PermissionError"
     assert _affinity_change_after(limits.protect) == "PermissionError"
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux's affinities and two CPUs")
+def test_judges_timing_at_once_claim_cpus_of_their_own(tmp_path):
+    """Judges on one machine (one per GPU) each pin themselves and their runners to one CPU while they time
+    (processes.on_one_cpu): a CPU another judge holds is passed over, and free again once that judge is done."""
+    from kbench.processes import claimed_cpu
+
+    other = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                              "from kbench.processes import claimed_cpu\n"
+                              "with claimed_cpu(Path(sys.argv[1])) as cpu:\n print(cpu, flush=True); time.sleep(60)",
+                              str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    allowed = os.sched_getaffinity(0)
+    try:
+        held = int(other.stdout.readline())
+        for claimed in (lambda cpu: cpu is not None and cpu != held, lambda cpu: cpu == held):
+            os.sched_setaffinity(0, {held})  # this judge on the CPU the other holds, free to run on any
+            time.sleep(0.01)
+            os.sched_setaffinity(0, allowed)
+            with claimed_cpu(tmp_path) as cpu:
+                assert claimed(cpu), (cpu, held)
+            other.kill()
+            other.wait()
+    finally:
+        os.sched_setaffinity(0, allowed)
+        other.kill()
+        other.wait()
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc")

@@ -187,7 +187,8 @@ def time_alone(timed_reference, make_inputs, context: Context, whole_batches: bo
         else:
             def attempt(hold: bool) -> timing.Samples:
                 return _alone(timed_reference, ring_of, flush, hold, context)
-        samples, held = _holding_if_possible(attempt, context)
+        with _taking_turns_on_one_cpu(context):  # as the timing loop times it
+            samples, held = _holding_if_possible(attempt, context)
     except (Stop, RunnerDied):  # a runner lost: evaluation._decided tells whose, verdicts.decide blames
         raise
     except Exception as error:
@@ -244,15 +245,12 @@ def _alone_rule(context: Context) -> timing.StopRule:
 
 @contextlib.contextmanager
 def _taking_turns_on_one_cpu(context: Context):
-    """On a CPU: the judge and both runners on one CPU while they are timed. They take turns (each runner computes
-    while the judge waits, the candidate's stopped while the reference runs), so nothing runs slower for it; and a
-    busy neighbour on one CPU, which slows a runner per second of its CPU time without taking its share of the CPU
-    (the reference's own code as the candidate read 1.7x beside a busy process on a 2-core machine, each runner on
-    a CPU about 60% of its batches' time), slows both sides alike. Every thread of theirs, and whatever the
-    candidate's runner started; no runner may change its own CPUs (runner/limits.py)."""
-    if context.device.type != "cpu":
-        yield
-        return
+    """The judge and both runners on one CPU while they are timed. They take turns (each runner computes or
+    launches while the judge waits, the candidate's stopped while the reference runs), so nothing runs slower for
+    it. On a CPU, a busy neighbour on one CPU, which slows a runner per second of its CPU time without taking its
+    share of the CPU, slows both sides alike. On a GPU, a runner whose threads move between CPUs launches slower,
+    and by more in one process than in another: pinned, both launch at one pace (docs/timing.md). Every thread of
+    theirs, and whatever the candidate's runner started; no runner may change its own CPUs (runner/limits.py)."""
     with on_one_cpu([*context.runner.processes(), context.reference_runner.process.pid]) as cpu:
         print(f"kbench: timing on CPU {cpu}: the judge and both runners" if cpu is not None else
               "kbench: timing on the CPUs each process had (they could not be pinned to one)", flush=True)
