@@ -223,11 +223,17 @@ def claimed_cpu(claims: Path = CPU_CLAIMS):
     allowed = sorted(os.sched_getaffinity(0))
     start = allowed.index(here) if here in allowed else 0
     with contextlib.ExitStack() as held:
-        for cpu in allowed[start:] + allowed[:start]:
+        try:
+            claims.mkdir(mode=0o700, exist_ok=True)
+            folder = os.open(claims, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # not a link planted there
+            held.callback(os.close, folder)
+        except OSError:
+            folder = None
+        in_turn = allowed[start:] + allowed[:start] if folder is not None else []  # none where claims cannot be made
+        for cpu in in_turn:
             try:
-                claims.mkdir(mode=0o700, exist_ok=True)
-                claim = held.enter_context(open(os.open(claims / f"cpu{cpu}", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW,
-                                                        0o600), "rb"))
+                claim = os.open(f"cpu{cpu}", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600, dir_fd=folder)
+                held.callback(os.close, claim)
                 fcntl.flock(claim, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue  # another judge's

@@ -208,6 +208,20 @@ def test_judges_timing_at_once_claim_cpus_of_their_own(tmp_path):
         other.wait()
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux's affinities")
+def test_the_judge_makes_no_cpu_claim_through_a_link_planted_at_the_claims_folder(tmp_path):
+    """The claims live in the system's temporary folder, where an unconfined process could plant a link: the judge
+    then claims nothing (it times on its own CPU) and creates nothing where the link points."""
+    from kbench.processes import claimed_cpu
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "claims").symlink_to(elsewhere)
+    with claimed_cpu(tmp_path / "claims") as cpu:
+        assert cpu is not None
+    assert not list(elsewhere.iterdir())
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc")
 def test_both_runners_run_under_the_same_seccomp_filter_without_forced_speculation_mitigations():
     """The candidate's runner refuses clone3 with a seccomp filter; the reference's runner runs under the same
