@@ -7,9 +7,9 @@
 Imported at every Python start on this path (the judge's fork server, the judge, the runners), it does nothing
 unless KBENCH_PHASES_OUT names a folder. Then it patches, as each module is imported, the runner's Ring.batch (its
 own perf_counter stamps, CPU time, context switches, affinity and threads, sent back in its reply: perf_counter is
-CLOCK_MONOTONIC, one clock for both processes) and the judge's RemoteModel.run_batch (the request, the reply, its
-parse, the copies' launch, the synchronisation), which appends one line per batch of 8 calls or more to a file per
-judge process. KBENCH_PHASES_NOPIN=1 also leaves the processes unpinned while they are timed (measure.on_one_cpu)."""
+CLOCK_MONOTONIC, one clock for both processes) and wraps the judge's RemoteModel.run_batch and what it calls (the
+reply's parse, the copies' launch, the synchronisation), appending one line per batch of 8 calls or more to a file
+per judge process. KBENCH_PHASES_NOPIN=1 also leaves the processes unpinned while they are timed (measure.on_one_cpu)."""
 import importlib.abc
 import importlib.util
 import os
@@ -58,39 +58,47 @@ def _patch_runner(batches) -> None:
 
 
 def _patch_judge(remote) -> None:
-    from kbench.loading import synchronize
+    """Wraps what RemoteModel.run_batch calls, in order: the runner's reply is parsed (remote._parsed), copied
+    (_held_copies or _ring_copies), the device synchronised (remote.synchronize), the handles closed."""
     out = os.environ["KBENCH_PHASES_OUT"]
+    stamps = {}
+    original_run, original_parsed, original_sync = remote.RemoteModel.run_batch, remote._parsed, remote.synchronize
+    original_copies = {name: getattr(remote.RemoteModel, name) for name in ("_held_copies", "_ring_copies")}
+
+    def _parsed(data):
+        stamps.update(replied=time.perf_counter(), judge_cpu=time.process_time() - stamps.get("cpu0", 0.0),
+                      runner=data.get("phases", {}) if isinstance(data, dict) else {})
+        reply = original_parsed(data)
+        stamps["parsed"] = time.perf_counter()
+        return reply
+
+    def copies(name):
+        def copied(self, *arguments, **options):
+            result = original_copies[name](self, *arguments, **options)
+            stamps["copies"] = time.perf_counter()
+            return result
+        return copied
+
+    def synchronize(device):
+        original_sync(device)
+        stamps.setdefault("synced", time.perf_counter())
 
     def run_batch(self, count, precision=None, kept=False, hold=False, into=0):
-        judge_cpu, t0 = time.process_time(), time.perf_counter()
-        message = {"op": "batch", "instance": self.instance, "count": count}
-        message.update({name: value for name, value in (("precision", precision), ("kept", kept), ("hold", hold))
-                        if value})
-        raw = self._reply(self.runner.request(message))
-        t1 = time.perf_counter()
-        judge_cpu = time.process_time() - judge_cpu
-        reply = remote._parsed(raw)
-        t2 = time.perf_counter()
-        self.last = reply
-        if hold and count:
-            rings = self._held_copies(reply, count, shared=kept, into=into)
-        else:
-            rings = self._ring_copies(reply, count, into) if count else []
-        t3 = time.perf_counter()
-        outputs = remote.BatchOutputs(rings, reply.sequence, t1)
-        synchronize(self.runner.device)
-        t4 = time.perf_counter()
-        if hold:
-            self.imports.close_unused()
-        t5 = time.perf_counter()
+        stamps.clear()
+        stamps.update(cpu0=time.process_time(), start=time.perf_counter())
+        outputs = original_run(self, count, precision=precision, kept=kept, hold=hold, into=into)
+        end = time.perf_counter()
         if count >= 8:
-            with open(os.path.join(out, f"phases-{os.getpid()}.txt"), "a") as stamps:
-                stamps.write(repr({"ref": self.of_reference, "count": count, "kept": kept, "hold": hold,
-                                   "judge": [t0, t1, t2, t3, t4, t5], "judge_cpu": judge_cpu,
-                                   "runner": raw.get("phases", {})}) + "\n")
+            judge = [stamps["start"], stamps["replied"], stamps["parsed"], stamps.get("copies", stamps["parsed"]),
+                     stamps["synced"], end]
+            with open(os.path.join(out, f"phases-{os.getpid()}.txt"), "a") as file:
+                file.write(repr({"ref": self.of_reference, "count": count, "kept": kept, "hold": hold,
+                                 "judge": judge, "judge_cpu": stamps["judge_cpu"], "runner": stamps["runner"]}) + "\n")
         return outputs
 
-    remote.RemoteModel.run_batch = run_batch
+    remote._parsed, remote.synchronize, remote.RemoteModel.run_batch = _parsed, synchronize, run_batch
+    for name in original_copies:
+        setattr(remote.RemoteModel, name, copies(name))
 
 
 def _patch_measure(measure) -> None:
