@@ -45,7 +45,10 @@ def main() -> None:
             except KeyError:  # a stamp this batch has not (no held outputs: no naming)
                 cells.append(f"{name} -")
         judge_cpu = statistics.median(r["judge_cpu"] for r in items) * 1e6 / count
-        print(f"{side} n={count} hold={hold} batches={len(items)}: {', '.join(cells)}, judge cpu/call {judge_cpu:.1f}")
+        collections = [c for r in items for c in r.get("collections", ())]
+        collected_us = sum(seconds for _, seconds in collections) * 1e6
+        print(f"{side} n={count} hold={hold} batches={len(items)}: {', '.join(cells)}, judge cpu/call {judge_cpu:.1f}, "
+              f"judge's collections in its batches {len(collections)} ({collected_us:.0f} us in all)")
 
 
 if __name__ == "__main__":

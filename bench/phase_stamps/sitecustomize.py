@@ -10,6 +10,7 @@ own perf_counter stamps, CPU time, context switches, affinity and threads, sent 
 CLOCK_MONOTONIC, one clock for both processes) and wraps the judge's RemoteModel.run_batch and what it calls (the
 reply's parse, the copies' launch, the synchronisation), appending one line per batch of 8 calls or more to a file
 per judge process. KBENCH_PHASES_NOPIN=1 also leaves the processes unpinned while they are timed (measure.on_one_cpu)."""
+import gc
 import importlib.abc
 import importlib.util
 import os
@@ -83,8 +84,18 @@ def _patch_judge(remote) -> None:
         original_sync(device)
         stamps.setdefault("synced", time.perf_counter())
 
+    collections = []  # the judge's cyclic collections during this batch: (generation, seconds)
+
+    def collected(phase, info):
+        if phase == "start":
+            stamps["gc0"] = time.perf_counter()
+        elif "gc0" in stamps and "start" in stamps:
+            collections.append((info["generation"], time.perf_counter() - stamps.pop("gc0")))
+    gc.callbacks.append(collected)
+
     def run_batch(self, count, precision=None, kept=False, hold=False, into=0):
         stamps.clear()
+        collections.clear()
         stamps.update(cpu0=time.process_time(), start=time.perf_counter())
         outputs = original_run(self, count, precision=precision, kept=kept, hold=hold, into=into)
         end = time.perf_counter()
@@ -93,7 +104,8 @@ def _patch_judge(remote) -> None:
                      stamps["synced"], end]
             with open(os.path.join(out, f"phases-{os.getpid()}.txt"), "a") as file:
                 file.write(repr({"ref": self.of_reference, "count": count, "kept": kept, "hold": hold,
-                                 "judge": judge, "judge_cpu": stamps["judge_cpu"], "runner": stamps["runner"]}) + "\n")
+                                 "judge": judge, "judge_cpu": stamps["judge_cpu"], "runner": stamps["runner"],
+                                 "collections": list(collections)}) + "\n")
         return outputs
 
     remote._parsed, remote.synchronize, remote.RemoteModel.run_batch = _parsed, synchronize, run_batch
