@@ -9,7 +9,8 @@ unless KBENCH_PHASES_OUT names a folder. Then it patches, as each module is impo
 own perf_counter stamps, CPU time, context switches, affinity and threads, sent back in its reply: perf_counter is
 CLOCK_MONOTONIC, one clock for both processes) and wraps the judge's RemoteModel.run_batch and what it calls (the
 reply's parse, the copies' launch, the synchronisation), appending one line per batch of 8 calls or more to a file
-per judge process. KBENCH_PHASES_NOPIN=1 also leaves the processes unpinned while they are timed (measure.on_one_cpu)."""
+per judge process. KBENCH_PHASES_NOPIN=1 also leaves the processes unpinned while they are timed
+(measure.on_one_cpu)."""
 import gc
 import importlib.abc
 import importlib.util

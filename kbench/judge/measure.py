@@ -207,8 +207,8 @@ def _alone(timed_reference, ring_of: Callable[[int], list], flush, hold: bool, c
     if len(ring) < 2:
         return _batches_of_one(timed_reference, ring, flush, hold, context)
     single = reference_batches(timed_reference, 1, flush, context, hold)
-    one_ms = min(timing.measure_side(single, timing.HostTimer())[1] for _ in range(SIZING_BATCHES))  # untimed
-    many = len(ring_of(max(2, int(ALONE_BATCH_MS / max(one_ms, 1e-3)))))
+    fastest_ms = min(timing.measure_side(single, timing.HostTimer())[1] for _ in range(SIZING_BATCHES))  # untimed
+    many = len(ring_of(max(2, int(ALONE_BATCH_MS / max(fastest_ms, 1e-3)))))
     longer_side = reference_batches(timed_reference, many, flush, context, hold)
     one, longer = timing.sample_interleaved([single, longer_side], timing.HostTimer(), _alone_rule(context))
     if hold:
