@@ -129,9 +129,9 @@ def test_a_batch_into_the_judge_s_second_buffer_leaves_the_first_batch_s_copies_
     assert all(model.copies.buffers[1, index] is buffer for index, buffer in enumerate(reserved))
 
 
-ALONE_LINE = re.compile(r"kbench: the reference alone: (\d+) rounds of batches of 1 and (\d+) calls, median walls "
-                        r"([\d.e-]+) and ([\d.e-]+) ms, the judge's copy of a slot [\d.e-]+ ms; a call ([\d.e-]+) ms, "
-                        r"outputs copied")
+ALONE_LINE = re.compile(r"kbench: the reference alone: (\d+) rounds of batches of 1 and (\d+) calls, walls "
+                        r"([\d.e-]+) \(the fastest\) and ([\d.e-]+) ms \(the median\), the judge's copy of a slot "
+                        r"[\d.e-]+ ms; a call ([\d.e-]+) ms, outputs copied")
 
 
 def test_the_reference_alone_reads_a_call_s_time_not_what_its_batch_costs_once_and_the_log_says_how(runner, capfd):
@@ -368,12 +368,13 @@ def test_released_arenas_are_unmapped_by_both_processes_and_made_again_by_the_ne
     x = torch.rand(3, 5)
     model(x)
 
-    def mapped_by(pid) -> list[str]:
+    def mapped_by(pid) -> set[str]:  # arenas' inodes: another test's judge objects may still map arenas here
         maps = Path(f"/proc/{pid}/maps").read_text()
-        return [line for line in maps.splitlines() if "memfd:kbench-arena-" in line]
-    assert mapped_by(runner.process.pid) and mapped_by("self") and runner.arenas.buffers
+        return {line.split()[4] for line in maps.splitlines() if "memfd:kbench-arena-" in line}
+    arenas = mapped_by(runner.process.pid)
+    assert arenas and arenas <= mapped_by("self") and runner.arenas.buffers
     model.release_arenas()
-    assert not mapped_by(runner.process.pid) and not mapped_by("self") and not runner.arenas.buffers
+    assert not mapped_by(runner.process.pid) and not arenas & mapped_by("self") and not runner.arenas.buffers
     low, high = model(x)
     assert torch.equal(low, x.amin(-1)) and torch.equal(high, x.amax(-1))
 

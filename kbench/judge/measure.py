@@ -198,11 +198,11 @@ def time_alone(timed_reference, make_inputs, context: Context, whole_batches: bo
 
 def _alone(timed_reference, ring_of: Callable[[int], list], flush, hold: bool, context: Context) -> timing.Samples:
     """The reference's time per call on a ring of input sets (`ring_of(count)`), its outputs held or not (`hold`).
-    With two input sets or more, each round's batches of one call and of more (ALONE_BATCH_MS) give a call's time as
-    their difference over the calls it adds, less the judge's copy of each further slot: whatever a batch costs once
-    (the request, the reply, the first call's own handling) cancels, as it does, spread over many calls, in the
-    timing loop's batches, and no calibration batch stands in for the model's own. With one set (inputs too large
-    for two), batches of one call less the fixed cost of a batch."""
+    With two input sets or more, each round's batch of more calls (ALONE_BATCH_MS) less the fastest batch of one call
+    gives a call's time as their difference over the calls it adds, less the judge's copy of each further slot:
+    whatever a batch costs once (the request, the reply, the first call's own handling) cancels, as it does, spread
+    over many calls, in the timing loop's batches, and no calibration batch stands in for the model's own. With one
+    set (inputs too large for two), batches of one call less the fixed cost of a batch."""
     ring = ring_of(2)
     if len(ring) < 2:
         return _batches_of_one(timed_reference, ring, flush, hold, context)
@@ -214,11 +214,11 @@ def _alone(timed_reference, ring_of: Callable[[int], list], flush, hold: bool, c
     if hold:
         timed_reference.keep()  # the judge's copies are calibrated on held outputs of calls that cost nothing
     slot_ms = copies_ms(timed_reference, many, context, hold)[1]
-    calls = [max((long_ms - one_ms) / (many - 1) - slot_ms, 0.0)
-             for one_ms, long_ms in zip(one.wall_ms, longer.wall_ms)]
-    print(f"kbench: the reference alone: {len(calls)} rounds of batches of 1 and {many} calls, median walls "  # the log
-          f"{statistics.median(one.wall_ms):.4g} and {statistics.median(longer.wall_ms):.4g} ms, the judge's copy "
-          f"of a slot {slot_ms:.4g} ms; a call {statistics.median(calls):.4g} ms, outputs "
+    once_ms = min(one.wall_ms)  # interference only adds: a slowed batch of one would take a round's call to nothing
+    calls = [max((long_ms - once_ms) / (many - 1) - slot_ms, 0.0) for long_ms in longer.wall_ms]
+    print(f"kbench: the reference alone: {len(calls)} rounds of batches of 1 and {many} calls, walls "  # the log
+          f"{once_ms:.4g} (the fastest) and {statistics.median(longer.wall_ms):.4g} ms (the median), the judge's "
+          f"copy of a slot {slot_ms:.4g} ms; a call {statistics.median(calls):.4g} ms, outputs "
           f"{'held' if hold else 'copied'}", flush=True)
     return timing.Samples(ms=calls, wall_ms=longer.wall_ms, others_cpu_ms=longer.others_cpu_ms)
 
