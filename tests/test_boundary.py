@@ -24,7 +24,7 @@ from kbench.judge.remote_process import RunnerProcess
 from kbench.judge.runner_lost import RunnerDied
 from kbench.results import Status
 from kbench.schedule.child import evaluate
-from kbench.runner import landlock, limits, wire
+from kbench.runner import landlock, wire
 from kbench.runner import held
 from kbench.runner.held import HoldUnusable
 
@@ -304,7 +304,6 @@ KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench"
 def test_a_kernelbench_subclass_of_the_reference_with_list_globals_is_correct(config, tmp_path):
     """KernelBench runs the candidate in the reference's namespace; level 3 #1 has a list global (which an
     earlier snapshot of the reference took for the candidate's change)."""
-    from dataclasses import replace
     candidate = tmp_path / "subclass.py"
     candidate.write_text("class ModelNew(Model):  # noqa: F821\n    pass\n")
     result = evaluate(KERNELBENCH / "level3" / "1_MLP.py", candidate, replace(config, trials=2, time=False))

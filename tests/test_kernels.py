@@ -84,13 +84,13 @@ def prebuilt(gpu_cache_dir):
 
     import torch.utils.cpp_extension as cpp_extension
 
-    from kbench.extensions import slots
+    from kbench.extensions import wrappers
     from kbench.extensions.cache import BuildRecord, install_build_hooks, versions_tag
 
     real = {name: getattr(cpp_extension, name) for name in ("load_inline", "load")}
     environment = {name: os.environ.get(name) for name in ("CXX", "PYTORCH_NVCC")}
     install_build_hooks(gpu_cache_dir / "extensions" / versions_tag() / "in-process", BuildRecord())
-    slots.install_compiler_wrappers(gpu_cache_dir / "compilers" / versions_tag(), gpu_cache_dir / "pch" / versions_tag())
+    wrappers.install_compiler_wrappers(gpu_cache_dir / "compilers" / versions_tag(), gpu_cache_dir / "pch" / versions_tag())
     yield
     for name, function in real.items():
         setattr(cpp_extension, name, function)

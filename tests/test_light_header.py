@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbench.extensions import light, pch, slots
+from kbench.extensions import light, pch, wrappers
 
 NVCC = shutil.which("nvcc")
 CXX = shutil.which("c++")
@@ -41,11 +41,11 @@ def tree(tmp_path):
     package_parent = str(Path(light.__file__).resolve().parents[2])
     for kind, compiler in (("nvcc", NVCC), ("c++", CXX)):
         if compiler is not None:
-            variables = {slots.LIGHT_VARIABLE: str(light.folder_for(tmp_path / light.FOLDER, kind))}
-            slots.write_wrapper(tmp_path / kind, kind, compiler, package_parent, variables)
+            variables = {wrappers.LIGHT_VARIABLE: str(light.folder_for(tmp_path / light.FOLDER, kind))}
+            wrappers.write_wrapper(tmp_path / kind, kind, compiler, package_parent, variables)
             if kind == "c++":
-                variables[slots.PCH_VARIABLE] = str(tmp_path / "pch")
-                slots.write_wrapper(tmp_path / "c++pch", kind, compiler, package_parent, variables)
+                variables[wrappers.PCH_VARIABLE] = str(tmp_path / "pch")
+                wrappers.write_wrapper(tmp_path / "c++pch", kind, compiler, package_parent, variables)
     return tmp_path
 
 
@@ -170,14 +170,14 @@ def test_a_cpp_file_that_needs_more_is_compiled_with_torch_s_own_header_and_says
 def test_the_judge_s_wrappers_carry_the_light_headers_dated_as_torch_s(tmp_path, monkeypatch):
     """compiler_wrappers writes each compiler's light header beside the wrappers, which name them."""
     monkeypatch.setenv("PYTORCH_NVCC", NVCC)
-    environment = slots.compiler_wrappers(tmp_path / "compilers", tmp_path / "pch")
+    environment = wrappers.compiler_wrappers(tmp_path / "compilers", tmp_path / "pch")
     from kbench.extensions import import_extension_builder
     torch_header = Path(import_extension_builder().include_paths()[0]) / light.HEADER
     for kind, wrapper in (("nvcc", Path(environment["PYTORCH_NVCC"])), ("c++", Path(environment["CXX"]))):
         folder = light.folder_for(wrapper.parent / light.FOLDER, kind)
         header = folder / light.HEADER
         assert header.read_text() == light.light_text(kind)
-        assert f"{slots.LIGHT_VARIABLE}={folder}" in wrapper.read_text()
+        assert f"{wrappers.LIGHT_VARIABLE}={folder}" in wrapper.read_text()
         assert header.stat().st_mtime_ns == torch_header.stat().st_mtime_ns
 
 

@@ -66,10 +66,10 @@ def test_a_solution_built_once_skips_the_build_phase_next_time(cpu_config, tmp_p
 def test_compile_slots_go_by_rank_with_device_compiles_ahead(tmp_path):
     # Real wrappers and real processes: `sh -c` stands in for the compilers (it has the `-c` of a compile).
     import os
-    import subprocess
     import time
 
-    from kbench.extensions.slots import LAST_RANK, SlotServer, write_wrapper
+    from kbench.extensions.slots import LAST_RANK, SlotServer
+    from kbench.extensions.wrappers import write_wrapper
 
     server = SlotServer(slots=1, lookahead=4)
     holder = holding_a_slot(server.address)  # a compile holding the only slot
@@ -106,11 +106,11 @@ def test_a_host_compile_that_parses_all_of_torch_s_header_is_served_as_early_as_
     """An optimised C++ file (no light header) with no precompiled header for its flags is long: it gets a device
     compile's place; one the light header serves is short. Real wrappers, a stand-in compiler that logs its turn."""
     import os
-    import subprocess
     import time
 
     from kbench.extensions import light
-    from kbench.extensions.slots import LIGHT_VARIABLE, SlotServer, write_wrapper
+    from kbench.extensions.slots import SlotServer
+    from kbench.extensions.wrappers import LIGHT_VARIABLE, write_wrapper
 
     include = tmp_path / "include" / "torch"
     include.mkdir(parents=True)
@@ -152,7 +152,8 @@ def test_a_request_of_no_build_is_served_after_the_builds_and_garbage_stops_noth
     import sys
     import time
 
-    from kbench.extensions.slots import SlotServer, write_wrapper
+    from kbench.extensions.slots import SlotServer
+    from kbench.extensions.wrappers import write_wrapper
 
     server = SlotServer(slots=1, lookahead=4)
     holder = compiler_of_build(server, 2, [sys.executable, "-c", HOLD_A_SLOT, server.address], dict(os.environ))
@@ -188,7 +189,8 @@ def test_a_build_holds_no_more_slots_than_its_share_and_its_extra_waits_excuse_n
     import socket as sockets
     import time
 
-    from kbench.extensions.slots import SlotServer, write_wrapper
+    from kbench.extensions.slots import SlotServer
+    from kbench.extensions.wrappers import write_wrapper
 
     server = SlotServer(slots=2, lookahead=4)
     server.register(os.getpid(), 0, 1)
@@ -228,7 +230,8 @@ def test_a_build_s_timeout_does_not_count_its_waits_for_a_compile_slot(tmp_path)
     import time
 
     from kbench.config import RunConfig
-    from kbench.extensions.slots import SlotServer, write_wrapper
+    from kbench.extensions.slots import SlotServer
+    from kbench.extensions.wrappers import write_wrapper
     from kbench.schedule.child import Limits
     from kbench.schedule.job import ProgressRecord
     from kbench.schedule.pool import _wait

@@ -8,7 +8,7 @@ TORCH_CHECK, AT_DISPATCH), which torch's own documentation names for CUDA files.
 writes (the candidate's `cpp_sources` and the `PYBIND11_MODULE` that binds its functions) mostly needs the same
 plus torch's pybind11 casters (`torch/csrc/utils/pybind.h`) and `torch::wrap_pybind_function`.
 
-So the compiler wrappers (slots.py) first compile a file that includes `torch/extension.h` with a folder ahead on
+So the compiler wrappers (wrappers.py) first compile a file that includes `torch/extension.h` with a folder ahead on
 the include path whose `torch/extension.h` includes those headers alone (for C++ files, precompiled: pch.py).
 Everything the file uses is then declared by the same headers of torch as before, and the code the compiler
 writes for it is the same (bench/build_stages.py compares each kernel's SASS and each host function both ways;
@@ -22,7 +22,7 @@ tried light. From -O1 up, g++ weighs the whole translation unit when it inlines 
 function compiles differently beside a smaller header (a C++ candidate's own function at -O3 did: the same
 instructions, laid out apart), and host code may be the candidate's kernel.
 
-The folders are written by the judge beside the wrappers (slots.compiler_wrappers), where no runner may write.
+The folders are written by the judge beside the wrappers (wrappers.compiler_wrappers), where no runner may write.
 This module imports no torch: every compiler start runs it.
 """
 

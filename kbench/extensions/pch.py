@@ -1,7 +1,7 @@
 """torch's headers, precompiled once per compiler and flag set, for every candidate's C++ bindings file.
 
 Most of a C++ extension's host compile is parsing `torch/extension.h`, the same for every candidate. The
-compiler wrapper (slots.py) hands each C++ compile here first: for a source whose first line includes
+compiler wrapper (wrappers.py) hands each C++ compile here first: for a source whose first line includes
 `torch/extension.h`, a precompiled header of it is built once for the command's flags and put on the
 include path ahead of torch's own headers (with a one-line header beside it that goes on to torch's own).
 g++ then loads it instead of parsing, and the object it writes is the one the plain compile writes

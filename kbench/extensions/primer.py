@@ -51,7 +51,7 @@ def headers_root(cache_dir: Path) -> Path:
 
 
 def compilers_root(cache_dir: Path) -> Path:
-    """Where a build cache keeps the compiler wrappers every build runs (slots.install_compiler_wrappers)."""
+    """Where a build cache keeps the compiler wrappers every build runs (wrappers.install_compiler_wrappers)."""
     from kbench.extensions.cache import versions_tag
 
     return Path(cache_dir) / "compilers" / versions_tag()
@@ -73,9 +73,9 @@ def prime(cache_dir: Path, cuda: bool, cflags: list[str]) -> None:
     file, the compile that matters, came first) and leave the marker."""
     from torch.utils import cpp_extension
 
-    from kbench.extensions import slots
+    from kbench.extensions import wrappers
 
-    slots.install_compiler_wrappers(compilers_root(cache_dir), headers_root(cache_dir))
+    wrappers.install_compiler_wrappers(compilers_root(cache_dir), headers_root(cache_dir))
     headers_root(cache_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kbench-primer-") as build:
         try:

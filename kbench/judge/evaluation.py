@@ -19,7 +19,7 @@ import torch
 
 from kbench import params, verdicts
 from kbench.extensions.cache import copy_new_entries, solution_folder
-from kbench.extensions.slots import compiler_wrappers
+from kbench.extensions.wrappers import compiler_wrappers
 from kbench.extensions.primer import compilers_root, headers_root
 from kbench.schedule.job import Job
 from kbench.failures import RUNNER_REPORTS, WAITING_FOR_THE_LAST, Evidence, Kind, Party, Stop, one_line
