@@ -1,4 +1,4 @@
-"""Building candidates' extensions: the cache, compile slots, precompiled torch headers."""
+"""Building candidates' extensions: the cache, compile slots, compiler wrappers, precompiled torch headers."""
 
 from __future__ import annotations
 
