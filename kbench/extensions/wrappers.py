@@ -2,13 +2,12 @@
 compiles wait for a compile slot (slots.py), and a compile gets the light torch header (light.py) or torch's
 precompiled headers (pch.py).
 
-How: every runner points torch at wrapper scripts for the host compiler (CXX) and nvcc (PYTORCH_NVCC),
-torch's own hooks for compiler wrappers such as ccache (compiler_wrappers: the judge writes them). In a sweep's build
-worker, a wrapper asked to compile (`-c`) connects to the run's slot server, waits for its turn, and
-then execs the real compiler with the same arguments, keeping the connection open: the slot is freed
-when the compiler and everything it started have exited, however they end. Anything else (linking,
-version queries), and any compile outside a build phase, runs at once. The compiled code is what torch
-alone would build; only when is decided here.
+Every runner points torch at wrapper scripts for the host compiler (CXX) and nvcc (PYTORCH_NVCC), torch's own
+hooks for compiler wrappers such as ccache (compiler_wrappers: the judge writes them). In a sweep's build worker, a
+wrapper asked to compile (`-c`) connects to the run's slot server, waits for its turn, and then execs the real
+compiler with the same arguments, keeping the connection open: the slot is freed when the compiler and everything
+it started have exited, however they end. Anything else (linking, version queries), and any compile outside a build
+phase, runs at once. The compiled code is what torch alone would build; only when is decided here.
 
 This module imports no torch: every compiler start runs it.
 """
