@@ -135,15 +135,16 @@ ALONE_LINE = re.compile(r"kbench: the reference alone: (\d+) rounds of batches o
 
 
 def test_the_reference_alone_reads_a_call_s_time_not_what_its_batch_costs_once_and_the_log_says_how(runner, capfd):
-    """measure.time_alone, as on a GPU before the candidate is imported (there only; it runs the same here): each
-    round a batch of one call and a longer one in the reference's runner, the candidate's runner stopped while they
-    run; a call's time is their difference over the calls it adds. wake_cost.py's first call of a batch costs 20 ms
-    more than its 5 ms (as a GPU's first work after the judge's does): that cost cancels, as it does spread over the
-    timing loop's batches, and no calibration batch of calls that cost nothing stands in for it. The longer batch
-    holds two such calls (a batch of one took 25 ms), more of a short call (axpy's), and more than two of a short
-    call whose first batch on the ring is cold (cold_first_batch.py: the fastest batch of one sizes it); the
-    evaluation's log names the batches' walls and the call's time. The test of a suspected slowdown times batches of
-    one call whole (less the judge's fixed cost), as another process's work delays each batch once."""
+    """measure.time_alone, as on a GPU before the candidate is imported (there only; it runs the same here): each round
+    a batch of one call and a longer one in the reference's runner, the candidate's runner stopped while they run; a
+    call's time is each longer batch less the fastest batch of one, over the calls it adds. wake_cost.py's first
+    call of a batch costs 20 ms more than its 5 ms (as a GPU's first work after the judge's does): that cost
+    cancels, as it does spread over the timing loop's batches, and no calibration batch of calls that cost nothing
+    stands in for it. The longer batch holds two such calls (a batch of one took 25 ms), more of a short call
+    (axpy's), and more than two of a short call whose first batch on the ring is cold (cold_first_batch.py: the
+    fastest batch of one sizes it); the evaluation's log names the batches' walls and the call's time. The test of a
+    suspected slowdown times batches of one call whole (less the judge's fixed cost), as another process's work
+    delays each batch once."""
     from types import SimpleNamespace
     from statistics import median
 
