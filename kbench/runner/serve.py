@@ -18,7 +18,6 @@ it checks).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import socket
 import sys
@@ -28,14 +27,13 @@ from pathlib import Path
 
 import torch
 
-from kbench.extensions import import_extension_builder
 from kbench.extensions.cache import BuildRecord
 from kbench.failures import one_line
 from kbench.layouts import nbytes
-from kbench.loading import model_dtype, release_cached_memory, synchronize, warm_cuda_libraries
+from kbench.loading import model_dtype, release_cached_memory, synchronize
 from kbench.op_recording import record_ops
 from kbench.processes import die_with_parent, flush_output, open_files_to_the_limit, open_log, output_to
-from kbench.runner import landlock, limits, wire
+from kbench.runner import landlock, limits, startup, wire
 from kbench.runner.arenas import RunnerArenas, aliasing, dtype_of
 from kbench.runner.batches import Ring, advance_versions, as_items, describe, is_plain, precision
 from kbench.runner.solution_side import Namespaces, OutputRecord, build_info, load_failure
@@ -51,14 +49,14 @@ def main(argv: list[str]) -> int:
         # As the judge does (worker.single_threaded); and a fork of a process whose OpenMP threads ran would
         # hang in its first parallel op.
         torch.set_num_threads(1)
-        _fixed_malloc_thresholds()
+        startup.fixed_malloc_thresholds()
     runner = Runner(device, commands, replies, build_only)
     if protected:  # the reference's runner: no candidate code runs in it, nor may reach it
         limits.protect()
         if not build_only:
-            _warm_up(device)
+            startup.warm_up(device)
     else:
-        _import_ahead(for_build=build_only)
+        startup.import_ahead(for_build=build_only)
         if not build_only:  # a build needs no CUDA context (dozens at once would fill a GPU): it confines itself later
             runner.confine_and_warm_up()
     wire.send(replies, {"event": "ready"})
@@ -76,51 +74,6 @@ def main(argv: list[str]) -> int:
             reply = {"failure": {"status": "runtime_error", "message": one_line(error)}}
         flush_output()
         wire.send(replies, reply)
-
-
-# glibc's malloc moves its mmap threshold up to the size of each mmapped block freed, so whether a call's large
-# temporaries come fresh from the kernel (faulted in and zeroed, every call) or are reused from the heap depends on
-# what the process freed before: the same model cost one runner markedly more CPU time than the other, for a whole
-# evaluation. Fixed thresholds (setting them turns the adjustment off) make both runners allocate alike.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-MMAP_THRESHOLD_BYTES = 32 << 20   # glibc's largest (on 64-bit): blocks up to it are reused from the heap
-TRIM_THRESHOLD_BYTES = 256 << 20
-
-
-def _fixed_malloc_thresholds() -> None:
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-        libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
-def _import_ahead(for_build: bool) -> None:
-    """What the candidate's runner imports before its job comes (about a second, the profiler's part; a build's
-    runner, which never records ops nor profiles, only the extension builder: a sweep starts dozens of builds
-    at once): imports start no thread (a thread found running when it confines itself is named in a note:
-    limits.confine)."""
-    import_extension_builder()  # the candidate's build needs it
-    if for_build:
-        return
-    from kbench.op_recording import import_op_recording
-    from kbench.runner import kernels  # noqa: F401
-    import_op_recording()
-
-
-def _warm_up(device: torch.device, for_candidate: bool = False) -> None:
-    """What every evaluation needs before the candidate, made while the runner waits for its job: the CUDA
-    context and the libraries (cuBLAS, cuDNN); for the candidate's runner, once confined (each starts threads),
-    also the op recording's first start. Its kernel profiler is not started ahead: each profile ends detached
-    (judge/runner_start.PROFILER_TEARDOWN), and a first profile made here left the trial's no faster
-    (docs/benchmarks.md)."""
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-        torch.zeros(1, device=device)
-    warm_cuda_libraries(device)
-    if for_candidate:
-        record_ops(lambda: torch.zeros(1) + 1)
 
 
 class Runner:
@@ -203,7 +156,7 @@ class Runner:
         environment), then warmed up, while the judge waits for a job."""
         self.notes = limits.confine(landlock.Access.from_environment(gpu=self.device.type == "cuda"))
         try:
-            _warm_up(self.device, for_candidate=True)
+            startup.warm_up(self.device, for_candidate=True)
         except Exception as error:
             traceback.print_exc()
             self.start_failure = one_line(error)
