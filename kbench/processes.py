@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 # In a judge worker's environment: a folder of its own, removed when the worker ends, where its runners' scratch
-# folders are made and after which their cgroups are named (schedule/pool.py makes it).
+# folders are made and after which their cgroups are named (schedule/worker_folders.py makes it).
 WORK_VARIABLE = "KBENCH_WORK_DIR"
 # In a judge worker's environment when its parent (the fork server) is a subreaper that kills and reaps what the
 # judge leaves: the judge then exits right after its verdict, its killed runners ending beside it.

@@ -596,7 +596,7 @@ def test_what_a_killed_kbench_left_is_removed_by_the_next_one(tmp_path):
     import tempfile
 
     from kbench.freezer import Freezer
-    from kbench.schedule import pool
+    from kbench.schedule import worker_folders
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
@@ -604,7 +604,7 @@ def test_what_a_killed_kbench_left_is_removed_by_the_next_one(tmp_path):
     (stale / "kbench-exchange-x").mkdir()
     mine = Path(tempfile.mkdtemp(prefix=f"kbench-worker-{os.getpid()}-"))
     cgroup = Freezer.create(f"{stale.name}-1")
-    pool._remove_stale()
+    worker_folders.remove_stale()
     assert not stale.exists() and mine.exists()
     assert cgroup is None or not cgroup.folder.exists()
     mine.rmdir()

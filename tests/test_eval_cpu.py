@@ -139,7 +139,7 @@ def test_a_judge_times_nothing_and_runs_no_candidate_code_until_the_last_evaluat
     marker = tmp_path / "ended"
     ending = threading.Thread(target=lambda: None)
     ending.start()
-    pool._endings[_waiting_key("cpu")] = (marker, ending)  # an evaluation still ending, as far as the pool knows
+    pool.endings.last[_waiting_key("cpu")] = (marker, ending)  # an evaluation still ending, as far as the pool knows
     phases, results = [], []
     evaluation = threading.Thread(target=lambda: results.append(evaluate(
         AXPY, SOLUTIONS / "axpy/correct_plain.py", cpu_config,

@@ -52,8 +52,8 @@ class RunnerProcess:
 
     def __init__(self, device: str, protected: bool = False, build_only: bool = False, private_shm: bool = False):
         self.device = torch.device(device)
-        # In the worker's own folder (schedule/pool.py removes it when the worker ends, however it ends); not in
-        # /dev/shm, which outlives an evaluation where it is not the judge's own (limits.private_shm).
+        # In the worker's own folder (schedule/worker_folders.py removes it when the worker ends, however it ends);
+        # not in /dev/shm, which outlives an evaluation where it is not the judge's own (limits.private_shm).
         base = os.environ.get(WORK_VARIABLE) or None
         self.scratch = Path(tempfile.mkdtemp(prefix="kbench-scratch-", dir=base))
         self.inputs = Path(tempfile.mkdtemp(prefix="kbench-inputs-", dir=base))

@@ -4,7 +4,7 @@
 A spawned worker spends seconds of CPU importing torch and priming the dispatcher before it can
 evaluate or build, often more than the evaluation itself. During a sweep that CPU is taken from the
 builds, and with many GPUs the warm-ups alone would need many cores. A fork server pays it once per kbench
-process (pool.py keeps one for evaluation workers and one for builds). Each worker it forks does exactly what a
+process (ForkServers keeps one for evaluation workers and one for builds). Each worker it forks does exactly what a
 spawned worker with the same arguments does.
 
 Protocol, over a SOCK_SEQPACKET socket pair: kbench sends the worker's arguments and environment (JSON)
@@ -25,6 +25,7 @@ import socket
 import subprocess
 import threading
 import time
+from functools import partial
 from typing import Callable
 
 from kbench.processes import children_of
@@ -134,6 +135,41 @@ class ForkServer:
         with self.changed:
             self.alive = False
             self.changed.notify_all()
+
+
+class ForkServers:
+    """A kbench process's fork servers, one per environment (server_key) and kind: one primed for waiting workers
+    (evaluations), one for builds, which starts forking sooner."""
+
+    def __init__(self, start_python: Callable[..., subprocess.Popen]):
+        """`start_python(module, arguments, pass_fds=..., env=...)` starts `python -m module ARGUMENTS`."""
+        self._start = partial(start_python, "kbench.judge.forkserver")
+        self._lock = threading.Lock()
+        self._servers: dict[tuple[tuple, bool], ForkServer] = {}
+
+    def get(self, environment: dict, waiting: bool) -> ForkServer | None:
+        """The server for `environment`'s workers of that kind, as it is (None before one started)."""
+        with self._lock:
+            return self._servers.get((server_key(environment), waiting))
+
+    def serving(self, environment: dict, waiting: bool) -> ForkServer | None:
+        """The living server for `environment`'s workers of that kind, started if need be; None when one died
+        before it forked anything (it cannot work here: spawn instead)."""
+        key = server_key(environment), waiting
+        with self._lock:
+            server = self._servers.get(key)
+            if server is None or not server.alive:
+                if server is not None and not server.ever_forked:
+                    return None
+                server = self._servers[key] = ForkServer(self._start, environment, prime=waiting)
+        return server
+
+    def stop(self) -> None:
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+        for server in servers:
+            server.stop()
 
 
 class ForkedWorker:

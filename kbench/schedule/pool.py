@@ -17,22 +17,20 @@ reference meanwhile and waits for that ending (`Job.wait_for`) before it times a
 from __future__ import annotations
 
 import atexit
-import itertools
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from kbench.freezer import names as freezer_names, remove_left_by
-from kbench.processes import WORK_VARIABLE, alive, kill_session
-from kbench.schedule.forkserver import ForkedWorker, ForkServer, server_key
+from kbench.processes import WORK_VARIABLE, kill_session
+from kbench.schedule import worker_folders
+from kbench.schedule.endings import Endings
+from kbench.schedule.forkserver import ForkedWorker, ForkServer, ForkServers
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 Worker = subprocess.Popen | ForkedWorker
@@ -51,15 +49,11 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._top_up_lock = threading.Lock()  # one top-up at a time, so two cannot both start the missing workers
         self._sessions: set[int] = set()
-        self._work: dict[int, str] = {}  # a worker's folder (WORK_VARIABLE), by its pid
+        self._work: dict[int, Path] = {}  # a worker's folder (WORK_VARIABLE), by its pid
         self._waiting: dict[tuple[str, str], list[Worker]] = {}
-        self._servers: dict[tuple[tuple, bool], ForkServer] = {}
-        self._servers_lock = threading.Lock()
+        self._servers = ForkServers(self._start_python)
         self._generation = 0  # kill_all starts a new one: jobs of an earlier one get no new worker
-        # Per device: the marker of its last evaluation that ended in the background, and the thread making it.
-        self._endings: dict[tuple[str, str], tuple[Path, threading.Thread]] = {}
-        self._endings_folder: Path | None = None
-        self._markers = itertools.count()
+        self.endings = Endings()  # evaluations ending in the background, and the markers the next judges wait for
 
     # --- running a job ---------------------------------------------------------------------------
 
@@ -107,9 +101,7 @@ class WorkerPool:
     def ending_marker(self, device: str) -> str:
         """A file that appears once the last evaluation on `device` that ended in the background has ended, its
         runners and its judge gone ("" when there was none): the next judge on the device waits for it."""
-        with self._lock:
-            ending = self._endings.get(_waiting_key(device))
-        return str(ending[0]) if ending is not None else ""
+        return self.endings.marker(_waiting_key(device))
 
     def run_helper(self, module: str, arguments: list[str], log_path: Path) -> int:
         """`python -m module arguments` to its end, its output appended to `log_path`: a process of kbench's own
@@ -154,8 +146,7 @@ class WorkerPool:
 
     def fork_server(self, waiting: bool) -> ForkServer | None:
         """The fork server for waiting workers (True) or for builds (False), in this environment."""
-        with self._servers_lock:
-            return self._servers.get((server_key(environment({})), waiting))
+        return self._servers.get(environment({}), waiting)
 
     # --- ending ------------------------------------------------------------------------------------
 
@@ -167,28 +158,13 @@ class WorkerPool:
             sessions = list(self._sessions)
         for session_id in sessions:
             kill_session(session_id)
-        self._stop_servers()
+        self._servers.stop()
 
     def close(self) -> None:
         """At exit: the waiting workers and the fork servers go, and the workers still ending are waited for."""
         self.stop_waiting()
-        self._stop_servers()
-        with self._lock:
-            enders = [ender for _, ender in self._endings.values()]
-        for ender in enders:
-            ender.join(timeout=ENDING_S + 5)
-        with self._lock:  # the pool may be used again (a library's next Judge): nothing is ending now
-            self._endings.clear()
-            folder, self._endings_folder = self._endings_folder, None
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-
-    def _stop_servers(self) -> None:
-        with self._servers_lock:
-            servers = list(self._servers.values())
-            self._servers.clear()
-        for server in servers:
-            server.stop()
+        self._servers.stop()
+        self.endings.close(ENDING_S + 5)  # the pool may be used again (a library's next Judge)
 
     # --- internals ---------------------------------------------------------------------------------
 
@@ -213,8 +189,8 @@ class WorkerPool:
     def _start(self, arguments: list[str], stdout, env: dict, generation: int | None = None) -> Worker:
         """`python -m kbench.judge.worker ARGUMENTS`, output to `stdout` (a file or DEVNULL), recorded as a live session
         (for a job of `generation`: killed again, with PoolClosed, when kill_all came in between)."""
-        work = tempfile.mkdtemp(prefix=f"kbench-worker-{os.getpid()}-")  # this process's: see _remove_stale
-        env = dict(env, **{WORK_VARIABLE: work})
+        work = worker_folders.make()
+        env = dict(env, **{WORK_VARIABLE: str(work)})
         try:
             process = self._fork(arguments, None if stdout == subprocess.DEVNULL else stdout.fileno(), env)
             if process is None:
@@ -245,65 +221,34 @@ class WorkerPool:
         with self._lock:
             self._sessions.discard(process.pid)
             work = self._work.pop(process.pid, None)
-        if work is not None:  # its runners' folders and cgroups, even when the judge was killed before removing them
-            shutil.rmtree(work, ignore_errors=True)
-            remove_left_by(Path(work).name)
+        if work is not None:
+            worker_folders.remove(work)
 
     def _end_in_background(self, process: Worker, device: str) -> None:
         """A worker that wrote its result ends on its own (its runners reaped, then its exit, CUDA teardown and all)
         while kbench goes on; the marker made once it is gone tells the next judge on `device` that nothing of this
         evaluation, nor of any before it, runs on it any more."""
-        key = _waiting_key(device)
-        with self._lock:
-            if self._endings_folder is None:  # named like a worker's folder: _remove_stale knows it
-                self._endings_folder = Path(tempfile.mkdtemp(prefix=f"kbench-worker-{os.getpid()}-endings-"))
-            marker = self._endings_folder / str(next(self._markers))
-            earlier = self._endings.get(key)
-
         def end() -> None:
             try:
-                try:
-                    process.wait(timeout=ENDING_S)
-                except subprocess.TimeoutExpired:
-                    pass  # stuck after its verdict: killed below
-                kill_session(process.pid)
-                process.wait()
-                _end_adopted(process)
-                if earlier is not None:
-                    earlier[1].join()
-            finally:
-                marker.touch()
-            self._forget(process)
-        ender = threading.Thread(target=end, name="kbench-ending", daemon=True)
-        with self._lock:
-            self._endings[key] = (marker, ender)
-        ender.start()
+                process.wait(timeout=ENDING_S)
+            except subprocess.TimeoutExpired:
+                pass  # stuck after its verdict: killed below
+            kill_session(process.pid)
+            process.wait()
+            _end_adopted(process)
+        self.endings.begin(_waiting_key(device), end, then=lambda: self._forget(process))
 
     def start_fork_server(self, waiting: bool) -> None:
         """Start the fork server that builds' workers (False) or waiting workers (True) fork from now, ahead of the
         first: its start is an import of torch, which then overlaps what this process does until then."""
         if sys.platform.startswith("linux"):
-            self._server(environment({}), waiting)
+            self._servers.serving(environment({}), waiting)
 
     def _fork(self, arguments: list[str], stdout: int | None, env: dict) -> ForkedWorker | None:
         if not sys.platform.startswith("linux"):
             return None  # fork after importing torch is only known safe on Linux
-        server = self._server(env, waiting=arguments[0] == "--wait")
+        server = self._servers.serving(env, waiting=arguments[0] == "--wait")
         return None if server is None else server.fork_worker(arguments, env, stdout)
-
-    def _server(self, env: dict, waiting: bool) -> ForkServer | None:
-        """The living fork server for `env`'s workers, started if need be; None when one died before it forked
-        anything (it cannot work here: spawn instead)."""
-        key = server_key(env), waiting
-        with self._servers_lock:
-            server = self._servers.get(key)
-            if server is None or not server.alive:
-                if server is not None and not server.ever_forked:
-                    return None
-                start = partial(self._start_python, "kbench.judge.forkserver")
-                # One server primed for evaluations; one for builds, which starts forking sooner.
-                server = self._servers[key] = ForkServer(start, env, prime=waiting)
-        return server
 
     def _start_python(self, module: str, arguments: list[str], stdout=subprocess.DEVNULL, env: dict | None = None,
                       pass_fds: tuple = ()) -> subprocess.Popen:
@@ -382,7 +327,7 @@ def worker_pool() -> WorkerPool:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _remove_stale()
+            worker_folders.remove_stale()
             _pool = WorkerPool()
             atexit.register(_pool.close)
         return _pool
@@ -398,21 +343,4 @@ def environment(extra: dict) -> dict:
     """A worker's environment: this one, plus `extra`; KBENCH_PARENT_PID: the worker dies with this process."""
     return dict(os.environ, PYTHONUNBUFFERED="1", KBENCH_PARENT_PID=str(os.getpid()), **extra,
                 PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")])))
-
-
-def _remove_stale() -> None:
-    """Worker folders and runner cgroups of kbench processes that are gone: one killed outright (a lost Ray
-    worker, kill -9) could not remove its own."""
-    for folder in Path(tempfile.gettempdir()).glob("kbench-worker-*-*"):
-        if _owner_gone(folder.name):
-            shutil.rmtree(folder, ignore_errors=True)
-    for name in freezer_names():  # a runner's cgroup is named after its worker's folder
-        if name.startswith("kbench-worker-") and _owner_gone(name):
-            remove_left_by(name)
-
-
-def _owner_gone(name: str) -> bool:
-    """Whether the kbench process that made `name` (kbench-worker-PID-...) is gone."""
-    owner = name.split("-")[2]
-    return owner.isdigit() and not alive(int(owner))
 
